@@ -1,0 +1,77 @@
+#include "core/model/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <stdexcept>
+
+#include "kernels/kernels.h"
+#include "kernels/ops.h"
+
+namespace runnel {
+namespace {
+
+struct DotKernels {
+  float (*dot)(int64_t, const void*, const void*);  // f16 cache row . activation
+  void (*to_act)(const float*, void*, int64_t);     // float -> the dot's activation format
+};
+
+DotKernels f16_dot() {
+  const TypeKernels& f16 = kernels().of(GgmlType::F16);
+  return DotKernels{f16.vec_dot, kernels().of(f16.vec_dot_type).quantize_row};
+}
+
+// One query head of one token against positions [0, n_past].
+void attend_one(const ModelConfig& c, const KvCache& kv, int layer, const float* q, int kv_head,
+                int n_past, float scale, const DotKernels& k, float* scores, uint8_t* act,
+                float* out) {
+  const int n = n_past + 1;
+  // scores[0..n): q . k_t / sqrt(head_dim), then probabilities
+  k.to_act(q, act, c.head_dim);
+  const int k_off = kv_head * c.head_dim;
+  for (int t = 0; t < n; ++t) {
+    scores[t] = k.dot(c.head_dim, kv.k(layer, t) + k_off, act) * scale;
+  }
+  float_ops().softmax(scores, n);
+  // out[d] = probabilities . V^T[d][0..n)
+  k.to_act(scores, act, n);
+  const int v_off = kv_head * c.head_dim_v;
+  for (int d = 0; d < c.head_dim_v; ++d) out[d] = k.dot(n, kv.v_row(layer, v_off + d), act);
+}
+
+}  // namespace
+
+AttentionScratch::AttentionScratch(int n_tasks, int n_ctx, int head_dim)
+    : n_tasks_(n_tasks), n_ctx_(n_ctx) {
+  const GgmlType fmt = kernels().of(GgmlType::F16).vec_dot_type;
+  if (traits(fmt).block_size != 1) {
+    throw std::logic_error("attention needs an unblocked F16 dot format, the kernels use " +
+                           std::string(traits(fmt).name));
+  }
+  act_stride_ = row_bytes(fmt, std::max(n_ctx, head_dim));
+  act_stride_ = (act_stride_ + 63) / 64 * 64;  // tasks' rows on separate cache lines
+  scores_.resize(static_cast<size_t>(n_tasks) * n_ctx);
+  act_.resize(static_cast<size_t>(n_tasks) * act_stride_);
+}
+
+void attention(Parallel& par, const ModelConfig& c, const KvCache& kv, int layer, const float* q,
+               int n_tokens, int pos0, AttentionScratch& scratch, float* out) {
+  const int n_pairs = n_tokens * c.n_head;
+  const int n_tasks = std::min(scratch.n_tasks(), n_tasks_for(par, n_pairs));
+  const int group = c.n_head / c.n_head_kv;  // query heads per kv head
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const DotKernels k = f16_dot();
+  const auto task_fn = [&](int task) {
+    const int end = static_cast<int>(split_begin(n_pairs, task + 1, n_tasks));
+    for (int pair = static_cast<int>(split_begin(n_pairs, task, n_tasks)); pair < end; ++pair) {
+      const int i = pair / c.n_head;
+      const int h = pair % c.n_head;
+      attend_one(c, kv, layer, q + static_cast<size_t>(i) * c.q_dim() + h * c.head_dim, h / group,
+                 pos0 + i, scale, k, scratch.scores(task), scratch.act(task),
+                 out + static_cast<size_t>(i) * c.attn_out_dim() + h * c.head_dim_v);
+    }
+  };
+  par.run(n_tasks, std::ref(task_fn));  // a reference fits std::function without allocating
+}
+
+}  // namespace runnel

@@ -1,0 +1,44 @@
+// Causal multi-head attention over the KV cache, with grouped-query heads (GQA):
+// query head h reads kv head h / (n_head / n_head_kv).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/kv/kv_cache.h"
+#include "core/model/config.h"
+#include "core/runtime/parallel.h"
+
+namespace runnel {
+
+// Per-task buffers, allocated once per session.
+class AttentionScratch {
+ public:
+  // Buffers for n_tasks tasks (make it n_tasks_for(par, large)). Throws
+  // std::logic_error if the kernel table's F16 dot takes a blocked format.
+  AttentionScratch(int n_tasks, int n_ctx, int head_dim);
+
+  int n_tasks() const { return n_tasks_; }
+  float* scores(int task) { return scores_.data() + static_cast<size_t>(task) * n_ctx_; }
+  // Room for one query head or one row of probabilities in the F16 dot's format.
+  uint8_t* act(int task) { return act_.data() + static_cast<size_t>(task) * act_stride_; }
+
+ private:
+  int n_tasks_, n_ctx_;
+  size_t act_stride_;
+  std::vector<float> scores_;  // [n_tasks][n_ctx]
+  std::vector<uint8_t> act_;   // [n_tasks][max(n_ctx, head_dim) in the dot's format]
+};
+
+// For each token i of the batch (position pos0 + i) and query head h:
+//   out[i][h] = softmax(q[i][h] . K[0..pos0+i] / sqrt(head_dim)) . V[0..pos0+i]
+// The batch's own k, v must already be in `kv` (layer `layer`). Queries and
+// probabilities are rounded to the F16 dot's partner format (f16), like llama.cpp.
+//   q     [n_tokens, n_head * head_dim]
+//   out   [n_tokens, n_head * head_dim_v]
+// (token, head) pairs are split statically over n_tasks_for(par, pairs) tasks (at most
+// the scratch's).
+void attention(Parallel& par, const ModelConfig& c, const KvCache& kv, int layer, const float* q,
+               int n_tokens, int pos0, AttentionScratch& scratch, float* out);
+
+}  // namespace runnel

@@ -1,0 +1,223 @@
+#include "core/model/config.h"
+
+#include <limits>
+#include <string>
+
+#include "kernels/kernels.h"
+
+namespace runnel {
+namespace {
+
+std::string key_of(const std::string& arch, std::string_view suffix) {
+  return arch + "." + std::string(suffix);
+}
+
+// An integer hyper-parameter in [min, max]; `fallback` < 0 means the key is required.
+int read_int(const GgufMetadata& md, const std::string& key, int64_t min, int64_t fallback) {
+  const std::optional<int64_t> v = md.find_i64(key);
+  if (!v) {
+    if (fallback < 0) throw GgufError("missing metadata key '" + key + "'");
+    return static_cast<int>(fallback);
+  }
+  constexpr int64_t kMax = 1 << 24;  // far above any real dimension; keeps int math safe
+  if (*v < min || *v > kMax) {
+    throw GgufError("metadata " + key + " = " + std::to_string(*v) + ": expected a value in [" +
+                    std::to_string(min) + ", " + std::to_string(kMax) + "]");
+  }
+  return static_cast<int>(*v);
+}
+
+float read_float(const GgufMetadata& md, const std::string& key, float fallback, bool positive) {
+  const std::optional<double> v = md.find_f64(key);
+  if (!v) return fallback;
+  if (!(*v == *v) || (positive && !(*v > 0.0)) || *v > 1e30 || *v < -1e30) {
+    throw GgufError("metadata " + key + " = " + std::to_string(*v) + ": expected a " +
+                    (positive ? "positive " : "") + "finite number");
+  }
+  return static_cast<float>(*v);
+}
+
+std::string dims_text(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+std::string layer_name(int layer, std::string_view suffix) {
+  return "blk." + std::to_string(layer) + "." + std::string(suffix);
+}
+
+void read_rope_scaling(const GgufMetadata& md, const std::string& arch, ModelConfig& c) {
+  const std::optional<std::string> type = md.find_string(key_of(arch, "rope.scaling.type"));
+  const float factor = read_float(md, key_of(arch, "rope.scaling.factor"), 0.0f, false);
+  if (!type || *type == "none") {
+    // Older files state linear scaling as rope.scale_linear.
+    const float linear = read_float(md, key_of(arch, "rope.scale_linear"), 1.0f, true);
+    c.rope_freq_scale = 1.0f / linear;
+    return;
+  }
+  if (*type == "linear") {
+    if (!(factor > 0.0f)) {
+      throw GgufError("metadata " + key_of(arch, "rope.scaling.factor") + " = " +
+                      std::to_string(factor) + ": linear rope scaling needs a positive factor");
+    }
+    c.rope_freq_scale = 1.0f / factor;
+    return;
+  }
+  throw GgufError("rope scaling type '" + *type + "' is not supported (supported: none, linear)");
+}
+
+}  // namespace
+
+std::string_view arch_name(Arch arch) {
+  switch (arch) {
+    case Arch::Llama:
+      return "llama";
+    case Arch::Qwen2:
+      return "qwen2";
+  }
+  return "?";
+}
+
+ModelConfig ModelConfig::from_model(const GgufModel& model) {
+  const GgufMetadata& md = model.metadata;
+  ModelConfig c;
+  const std::optional<std::string> arch = md.find_string("general.architecture");
+  if (!arch) throw GgufError("missing metadata key 'general.architecture'");
+  if (*arch == "llama") {
+    c.arch = Arch::Llama;
+    c.rope_type = RopeType::Normal;
+  } else if (*arch == "qwen2") {
+    c.arch = Arch::Qwen2;
+    c.rope_type = RopeType::Neox;
+    c.has_qkv_bias = true;
+  } else {
+    throw GgufError("unsupported architecture '" + *arch + "' (supported: llama, qwen2)");
+  }
+  c.arch_name = *arch;
+  const std::string& a = *arch;
+  if (model.tensors.empty()) {
+    throw GgufError(
+        "the file has no tensors (a vocabulary-only GGUF?): running needs the "
+        "model's weights");
+  }
+
+  if (const std::optional<int64_t> n_expert = md.find_i64(key_of(a, "expert_count"));
+      n_expert && *n_expert > 0) {
+    throw GgufError("mixture-of-experts models are not supported (" + key_of(a, "expert_count") +
+                    " = " + std::to_string(*n_expert) + ")");
+  }
+
+  c.n_ctx_train = read_int(md, key_of(a, "context_length"), 1, -1);
+  c.n_embd = read_int(md, key_of(a, "embedding_length"), 1, -1);
+  c.n_layer = read_int(md, key_of(a, "block_count"), 1, -1);
+  c.n_ff = read_int(md, key_of(a, "feed_forward_length"), 1, -1);
+  c.n_head = read_int(md, key_of(a, "attention.head_count"), 1, -1);
+  c.n_head_kv = read_int(md, key_of(a, "attention.head_count_kv"), 1, c.n_head);
+  if (c.n_head % c.n_head_kv != 0) {
+    throw GgufError("attention.head_count " + std::to_string(c.n_head) +
+                    " is not a multiple of attention.head_count_kv " + std::to_string(c.n_head_kv));
+  }
+  if (c.n_embd % c.n_head != 0 && !md.has(key_of(a, "attention.key_length"))) {
+    throw GgufError("embedding_length " + std::to_string(c.n_embd) +
+                    " is not a multiple of attention.head_count " + std::to_string(c.n_head));
+  }
+  c.head_dim = read_int(md, key_of(a, "attention.key_length"), 1, c.n_embd / c.n_head);
+  c.head_dim_v = read_int(md, key_of(a, "attention.value_length"), 1, c.head_dim);
+  c.rms_eps = read_float(md, key_of(a, "attention.layer_norm_rms_epsilon"), 1e-5f, true);
+
+  c.n_rot = read_int(md, key_of(a, "rope.dimension_count"), 2, c.head_dim);
+  if (c.n_rot % 2 != 0 || c.n_rot > c.head_dim) {
+    throw GgufError("metadata " + key_of(a, "rope.dimension_count") + " = " +
+                    std::to_string(c.n_rot) + ": expected an even number <= head size " +
+                    std::to_string(c.head_dim));
+  }
+  c.rope_freq_base = read_float(md, key_of(a, "rope.freq_base"), 10000.0f, true);
+  read_rope_scaling(md, a, c);
+
+  // The vocabulary: the tokenizer's list when present, else the embedding's rows.
+  if (const std::vector<std::string>* tokens = md.find_string_array("tokenizer.ggml.tokens")) {
+    c.n_vocab = static_cast<int>(tokens->size());
+  } else if (const GgufTensorInfo* embd = model.find_tensor("token_embd.weight");
+             embd && embd->dims.size() == 2) {
+    c.n_vocab = static_cast<int>(embd->dims[1]);
+  }
+  if (c.n_vocab <= 0) {
+    throw GgufError(
+        "cannot tell the vocabulary size: no tokenizer.ggml.tokens and no 2-d "
+        "token_embd.weight");
+  }
+
+  c.tied_output = model.find_tensor("output.weight") == nullptr;
+  c.has_rope_freqs = model.find_tensor("rope_freqs.weight") != nullptr;
+  validate_tensors(c, model);
+  return c;
+}
+
+std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) {
+  std::vector<ExpectedTensor> t;
+  t.push_back({"token_embd.weight", {c.n_embd, c.n_vocab}});
+  if (c.has_rope_freqs) t.push_back({"rope_freqs.weight", {c.n_rot / 2}});
+  for (int l = 0; l < c.n_layer; ++l) {
+    t.push_back({layer_name(l, "attn_norm.weight"), {c.n_embd}});
+    t.push_back({layer_name(l, "attn_q.weight"), {c.n_embd, c.q_dim()}});
+    t.push_back({layer_name(l, "attn_k.weight"), {c.n_embd, c.kv_dim()}});
+    t.push_back({layer_name(l, "attn_v.weight"), {c.n_embd, c.v_dim()}});
+    if (c.has_qkv_bias) {
+      t.push_back({layer_name(l, "attn_q.bias"), {c.q_dim()}});
+      t.push_back({layer_name(l, "attn_k.bias"), {c.kv_dim()}});
+      t.push_back({layer_name(l, "attn_v.bias"), {c.v_dim()}});
+    }
+    t.push_back({layer_name(l, "attn_output.weight"), {c.attn_out_dim(), c.n_embd}});
+    t.push_back({layer_name(l, "ffn_norm.weight"), {c.n_embd}});
+    t.push_back({layer_name(l, "ffn_gate.weight"), {c.n_embd, c.n_ff}});
+    t.push_back({layer_name(l, "ffn_up.weight"), {c.n_embd, c.n_ff}});
+    t.push_back({layer_name(l, "ffn_down.weight"), {c.n_ff, c.n_embd}});
+  }
+  t.push_back({"output_norm.weight", {c.n_embd}});
+  if (!c.tied_output) t.push_back({"output.weight", {c.n_embd, c.n_vocab}});
+  return t;
+}
+
+void validate_tensors(const ModelConfig& config, const GgufModel& model) {
+  const KernelTable& table = kernels();
+  for (const ExpectedTensor& e : expected_tensors(config)) {
+    const GgufTensorInfo* t = model.find_tensor(e.name);
+    if (!t) {
+      throw GgufError("missing tensor '" + e.name + "' (a " + config.arch_name +
+                      " model needs it)");
+    }
+    if (t->dims != e.dims) {
+      throw GgufError("tensor " + e.name + ": expected dims " + dims_text(e.dims) + ", got " +
+                      dims_text(t->dims));
+    }
+    const std::optional<TypeTraits> traits = type_traits(static_cast<uint32_t>(t->type));
+    const TypeKernels& k = table.of(t->type);
+    if (!traits || !k.supported || !k.dequantize_row) {
+      throw GgufError("tensor " + e.name + ": type " + std::string(traits ? traits->name : "?") +
+                      " (" + std::to_string(static_cast<uint32_t>(t->type)) + ") is not supported");
+    }
+    if (e.dims[0] % traits->block_size != 0) {
+      throw GgufError("tensor " + e.name + ": row length " + std::to_string(e.dims[0]) +
+                      " is not a multiple of the " + std::string(traits->name) + " block size " +
+                      std::to_string(traits->block_size));
+    }
+    if (e.dims.size() == 2) {
+      // A matrix the forward pass multiplies: activations go to its partner format.
+      const std::optional<TypeTraits> act = type_traits(static_cast<uint32_t>(k.vec_dot_type));
+      const TypeKernels& ak = table.of(k.vec_dot_type);
+      if (!k.vec_dot || !act || !ak.supported ||
+          (k.vec_dot_type != GgmlType::F32 && !ak.quantize_row)) {
+        throw GgufError("tensor " + e.name + ": no dot product kernel for type " +
+                        std::string(traits->name));
+      }
+      if (e.dims[0] % act->block_size != 0) {
+        throw GgufError("tensor " + e.name + ": row length " + std::to_string(e.dims[0]) +
+                        " is not a multiple of the activation block size " +
+                        std::to_string(act->block_size) + " (" + std::string(act->name) + ")");
+      }
+    }
+  }
+}
+
+}  // namespace runnel

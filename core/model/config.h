@@ -1,0 +1,68 @@
+// ModelConfig: the hyper-parameters of a model, read from GGUF metadata
+// ({arch}.* keys) and checked against its tensor table before any weight is used.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/gguf/gguf.h"
+
+namespace runnel {
+
+enum class Arch { Llama, Qwen2 };
+
+// How rope pairs dimensions: Normal rotates (2i, 2i+1) (llama), Neox rotates
+// (i, i + n_rot/2) (qwen2).
+enum class RopeType { Normal, Neox };
+
+struct ModelConfig {
+  Arch arch = Arch::Llama;
+  std::string arch_name;  // "llama", "qwen2"
+
+  int n_ctx_train = 0;  // context the model was trained with
+  int n_embd = 0;
+  int n_layer = 0;
+  int n_ff = 0;
+  int n_head = 0;
+  int n_head_kv = 0;
+  int head_dim = 0;    // key_length: per-head size of q and k
+  int head_dim_v = 0;  // value_length: per-head size of v
+  int n_vocab = 0;
+  float rms_eps = 1e-5f;
+
+  RopeType rope_type = RopeType::Normal;
+  int n_rot = 0;  // rotated dims per head (<= head_dim)
+  float rope_freq_base = 10000.0f;
+  float rope_freq_scale = 1.0f;  // 1 / rope.scaling.factor for linear scaling
+  bool has_rope_freqs = false;   // rope_freqs.weight: per-pair divisors (llama3)
+
+  bool has_qkv_bias = false;  // qwen2
+  bool tied_output = false;   // no output.weight: the lm_head is token_embd.weight
+
+  int q_dim() const { return n_head * head_dim; }           // rows of attn_q
+  int kv_dim() const { return n_head_kv * head_dim; }       // rows of attn_k
+  int v_dim() const { return n_head_kv * head_dim_v; }      // rows of attn_v
+  int attn_out_dim() const { return n_head * head_dim_v; }  // columns of attn_output
+
+  // Reads the metadata of `model` and checks every tensor the forward pass uses
+  // (presence, dims, type supported by the kernel table). Throws GgufError naming
+  // the key or tensor and what was expected.
+  static ModelConfig from_model(const GgufModel& model);
+};
+
+std::string_view arch_name(Arch arch);
+
+// One tensor the forward pass reads, with the dims the config implies (ne[0] first).
+struct ExpectedTensor {
+  std::string name;
+  std::vector<int64_t> dims;
+};
+
+// Every tensor of the model for `config`, in forward-pass order.
+std::vector<ExpectedTensor> expected_tensors(const ModelConfig& config);
+
+// Checks presence, dims and types of expected_tensors(config) in `model`.
+void validate_tensors(const ModelConfig& config, const GgufModel& model);
+
+}  // namespace runnel

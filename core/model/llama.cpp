@@ -1,0 +1,202 @@
+#include "core/model/llama.h"
+
+#include <algorithm>
+#include <string>
+
+#include "kernels/kernels.h"
+#include "kernels/ops.h"
+
+namespace runnel {
+namespace {
+
+const GgufTensorInfo* require(const GgufModel& m, const std::string& name) {
+  const GgufTensorInfo* t = m.find_tensor(name);
+  if (!t) throw GgufError("missing tensor '" + name + "'");
+  return t;
+}
+
+// Rotates the first n_rot dims of each of n_heads heads (head_dim apart).
+void rope_heads(const FloatOps& ops, const ModelConfig& c, float* x, int n_heads,
+                const float* cos_sin) {
+  const RopeStyle style = c.rope_type == RopeType::Neox ? RopeStyle::kNeox : RopeStyle::kNormal;
+  for (int h = 0; h < n_heads; ++h) {
+    ops.rope_apply(x + static_cast<size_t>(h) * c.head_dim, c.n_rot, cos_sin, style);
+  }
+}
+
+}  // namespace
+
+ForwardScratch::ForwardScratch(const LlamaModel& model, int n_batch_, int n_ctx, int n_tasks_,
+                               bool all_logits)
+    : ForwardScratch(model.config(), n_batch_, n_ctx, n_tasks_, all_logits) {
+  mm = MatmulScratch(n_batch_, model.max_activation_row_bytes());
+}
+
+ForwardScratch::ForwardScratch(const ModelConfig& c, int n_batch_, int n_ctx, int n_tasks_,
+                               bool all_logits)
+    : n_batch(n_batch_),
+      x(static_cast<size_t>(n_batch_) * c.n_embd),
+      xb(static_cast<size_t>(n_batch_) * c.n_embd),
+      q(static_cast<size_t>(n_batch_) * c.q_dim()),
+      k(static_cast<size_t>(n_batch_) * c.kv_dim()),
+      v(static_cast<size_t>(n_batch_) * c.v_dim()),
+      attn(static_cast<size_t>(n_batch_) * c.attn_out_dim()),
+      proj(static_cast<size_t>(n_batch_) * c.n_embd),
+      gate(static_cast<size_t>(n_batch_) * c.n_ff),
+      up(static_cast<size_t>(n_batch_) * c.n_ff),
+      norm_w(c.n_embd),
+      bias_q(c.q_dim()),
+      bias_k(c.kv_dim()),
+      bias_v(c.v_dim()),
+      rope(static_cast<size_t>(n_batch_) * c.n_rot),
+      logits(static_cast<size_t>(all_logits ? n_batch_ : 1) * c.n_vocab),
+      att(n_tasks_, n_ctx, c.head_dim) {}
+
+LlamaModel::LlamaModel(const ModelConfig& config, WeightStore& store)
+    : config_(config), store_(store) {
+  const GgufModel& m = store.model();
+  const bool bias = config.has_qkv_bias;
+  for (int l = 0; l < config.n_layer; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    layers_.push_back(LayerTensors{
+        require(m, p + "attn_norm.weight"), require(m, p + "attn_q.weight"),
+        require(m, p + "attn_k.weight"), require(m, p + "attn_v.weight"),
+        bias ? require(m, p + "attn_q.bias") : nullptr,
+        bias ? require(m, p + "attn_k.bias") : nullptr,
+        bias ? require(m, p + "attn_v.bias") : nullptr, require(m, p + "attn_output.weight"),
+        require(m, p + "ffn_norm.weight"), require(m, p + "ffn_gate.weight"),
+        require(m, p + "ffn_up.weight"), require(m, p + "ffn_down.weight")});
+  }
+  token_embd_ = require(m, "token_embd.weight");
+  output_norm_ = require(m, "output_norm.weight");
+  output_ = config.tied_output ? token_embd_ : require(m, "output.weight");
+  store_.acquire(-1);  // tensors outside layers stay resident for the model's life
+  if (config.has_rope_freqs) {
+    rope_freqs_.resize(config.n_rot / 2);
+    dequantize(require(m, "rope_freqs.weight"), rope_freqs_.data());
+  }
+}
+
+LlamaModel::~LlamaModel() {
+  store_.release(-1);
+}
+
+Matrix LlamaModel::matrix(const GgufTensorInfo* t) {
+  return Matrix{store_.tensor_bytes(*t).data(), t->type, t->dims[0], t->dims[1]};
+}
+
+void LlamaModel::dequantize(const GgufTensorInfo* t, float* dst) {
+  kernels().of(t->type).dequantize_row(store_.tensor_bytes(*t).data(), dst, t->n_elements());
+}
+
+size_t LlamaModel::max_activation_row_bytes() const {
+  size_t max_bytes = 0;
+  auto consider = [&](const GgufTensorInfo* t) {
+    if (t) max_bytes = std::max(max_bytes, activation_row_bytes(t->type, t->dims[0]));
+  };
+  for (const LayerTensors& l : layers_) {
+    for (const GgufTensorInfo* t : {l.wq, l.wk, l.wv, l.wo, l.w_gate, l.w_up, l.w_down}) {
+      consider(t);
+    }
+  }
+  consider(output_);
+  return max_bytes;
+}
+
+void LlamaModel::forward(std::span<const int32_t> tokens, int pos0, bool all_logits, KvCache& kv,
+                         ForwardScratch& s, Parallel& par) {
+  const ModelConfig& c = config_;
+  const int n = static_cast<int>(tokens.size());
+  const size_t n_embd = c.n_embd;
+  const FloatOps& ops = float_ops();
+
+  // x [n, n_embd]: the tokens' embedding rows
+  {
+    const TypeKernels& k = kernels().of(token_embd_->type);
+    const uint8_t* embd = store_.tensor_bytes(*token_embd_).data();
+    const size_t rb = row_bytes(token_embd_->type, c.n_embd);
+    for (int i = 0; i < n; ++i) {
+      k.dequantize_row(embd + static_cast<size_t>(tokens[i]) * rb, &s.x[i * n_embd], c.n_embd);
+    }
+  }
+  // rope [n, n_rot]: each position's rotation, shared by every head and layer
+  RopeParams rope_params;
+  rope_params.n_rot = c.n_rot;
+  rope_params.freq_base = c.rope_freq_base;
+  rope_params.freq_scale = c.rope_freq_scale;
+  rope_params.freq_factors = rope_freqs_.empty() ? nullptr : rope_freqs_.data();
+  for (int i = 0; i < n; ++i) {
+    ops.rope_cos_sin(pos0 + i, rope_params, &s.rope[static_cast<size_t>(i) * c.n_rot]);
+  }
+
+  for (int l = 0; l < c.n_layer; ++l) {
+    store_.acquire(l);
+    if (l + 1 < c.n_layer) store_.prefetch(l + 1);
+    const LayerTensors& w = layers_[l];
+
+    // ---- attention block
+    // xb [n, n_embd] = rms_norm(x) * attn_norm
+    dequantize(w.attn_norm, s.norm_w.data());
+    for (int i = 0; i < n; ++i) {
+      ops.rms_norm(&s.x[i * n_embd], s.norm_w.data(), &s.xb[i * n_embd], c.n_embd, c.rms_eps);
+    }
+    // q [n, q_dim], k [n, kv_dim], v [n, v_dim] = W xb (+ bias)
+    if (c.has_qkv_bias) {
+      dequantize(w.bq, s.bias_q.data());
+      dequantize(w.bk, s.bias_k.data());
+      dequantize(w.bv, s.bias_v.data());
+    }
+    const float* bq = c.has_qkv_bias ? s.bias_q.data() : nullptr;
+    const float* bk = c.has_qkv_bias ? s.bias_k.data() : nullptr;
+    const float* bv = c.has_qkv_bias ? s.bias_v.data() : nullptr;
+    const MatmulJob qkv[] = {{matrix(w.wq), s.q.data(), bq},
+                             {matrix(w.wk), s.k.data(), bk},
+                             {matrix(w.wv), s.v.data(), bv}};
+    matmul(par, s.xb.data(), n, qkv, s.mm);
+    // rotate q and k by position, then append k, v to the cache
+    for (int i = 0; i < n; ++i) {
+      const float* cos_sin = &s.rope[static_cast<size_t>(i) * c.n_rot];
+      rope_heads(ops, c, &s.q[static_cast<size_t>(i) * c.q_dim()], c.n_head, cos_sin);
+      rope_heads(ops, c, &s.k[static_cast<size_t>(i) * c.kv_dim()], c.n_head_kv, cos_sin);
+      kv.store(l, pos0 + i, &s.k[static_cast<size_t>(i) * c.kv_dim()],
+               &s.v[static_cast<size_t>(i) * c.v_dim()]);
+    }
+    // attn [n, attn_out_dim]: each head over positions 0 .. pos0 + i
+    attention(par, c, kv, l, s.q.data(), n, pos0, s.att, s.attn.data());
+    // x += W_o attn
+    const MatmulJob wo[] = {{matrix(w.wo), s.proj.data(), nullptr}};
+    matmul(par, s.attn.data(), n, wo, s.mm);
+    ops.add(s.x.data(), s.proj.data(), s.x.data(), n * n_embd);
+
+    // ---- feed-forward block
+    // xb [n, n_embd] = rms_norm(x) * ffn_norm
+    dequantize(w.ffn_norm, s.norm_w.data());
+    for (int i = 0; i < n; ++i) {
+      ops.rms_norm(&s.x[i * n_embd], s.norm_w.data(), &s.xb[i * n_embd], c.n_embd, c.rms_eps);
+    }
+    // gate, up [n, n_ff] = W xb; gate = silu(gate) * up
+    const MatmulJob gate_up[] = {{matrix(w.w_gate), s.gate.data(), nullptr},
+                                 {matrix(w.w_up), s.up.data(), nullptr}};
+    matmul(par, s.xb.data(), n, gate_up, s.mm);
+    ops.swiglu(s.gate.data(), s.up.data(), s.gate.data(), static_cast<int64_t>(n) * c.n_ff);
+    // x += W_down gate
+    const MatmulJob down[] = {{matrix(w.w_down), s.proj.data(), nullptr}};
+    matmul(par, s.gate.data(), n, down, s.mm);
+    ops.add(s.x.data(), s.proj.data(), s.x.data(), n * n_embd);
+
+    store_.release(l);
+  }
+
+  // logits [n_out, n_vocab] = lm_head(rms_norm(x) * output_norm), for the last token
+  // only unless every position's logits are wanted
+  const int first = all_logits ? 0 : n - 1;
+  const int n_out = n - first;
+  dequantize(output_norm_, s.norm_w.data());
+  for (int i = first; i < n; ++i) {
+    ops.rms_norm(&s.x[i * n_embd], s.norm_w.data(), &s.xb[i * n_embd], c.n_embd, c.rms_eps);
+  }
+  const MatmulJob head[] = {{matrix(output_), s.logits.data(), nullptr}};
+  matmul(par, &s.xb[first * n_embd], n_out, head, s.mm);
+}
+
+}  // namespace runnel

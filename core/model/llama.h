@@ -1,0 +1,97 @@
+// The llama-family forward pass (llama 2/3, mistral-style, SmolLM; qwen2 adds q/k/v
+// biases and neox rope). One function, read top to bottom, in llama.cpp.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/kv/kv_cache.h"
+#include "core/model/attention.h"
+#include "core/model/config.h"
+#include "core/model/matmul.h"
+#include "core/runtime/parallel.h"
+#include "core/runtime/weight_store.h"
+
+namespace runnel {
+
+// Every buffer a forward pass writes, allocated once per session for batches of up
+// to n_batch tokens. Nothing is allocated per token.
+class LlamaModel;
+struct ForwardScratch {
+  // n_tasks: the most tasks attention is cut into (n_tasks_for(par, INT_MAX)).
+  ForwardScratch(const LlamaModel& model, int n_batch, int n_ctx, int n_tasks, bool all_logits);
+
+  int n_batch;
+  std::vector<float> x;       // [n_batch, n_embd]  the residual stream
+  std::vector<float> xb;      // [n_batch, n_embd]  normed input of a block
+  std::vector<float> q;       // [n_batch, q_dim]
+  std::vector<float> k;       // [n_batch, kv_dim]
+  std::vector<float> v;       // [n_batch, v_dim]
+  std::vector<float> attn;    // [n_batch, attn_out_dim]  heads' attention outputs
+  std::vector<float> proj;    // [n_batch, n_embd]  attn_output / ffn_down result
+  std::vector<float> gate;    // [n_batch, n_ff]  then silu(gate) * up
+  std::vector<float> up;      // [n_batch, n_ff]
+  std::vector<float> norm_w;  // [n_embd]  this layer's norm weights, dequantized
+  std::vector<float> bias_q;  // [q_dim]   qwen2 biases, dequantized per layer
+  std::vector<float> bias_k;  // [kv_dim]
+  std::vector<float> bias_v;  // [v_dim]
+  std::vector<float> rope;    // [n_batch, n_rot]  (cos, sin) per pair, per position
+  std::vector<float> logits;  // [n_batch or 1, n_vocab]
+  MatmulScratch mm;           // quantized activations
+  AttentionScratch att;       // per-task scores and f16 rows
+
+ private:
+  ForwardScratch(const ModelConfig& c, int n_batch, int n_ctx, int n_tasks, bool all_logits);
+};
+
+class LlamaModel {
+ public:
+  // Resolves every tensor (the config has validated them) and dequantizes the
+  // tensors outside layers that are small (rope_freqs). `store` must outlive this.
+  LlamaModel(const ModelConfig& config, WeightStore& store);
+  ~LlamaModel();
+  LlamaModel(const LlamaModel&) = delete;
+  LlamaModel& operator=(const LlamaModel&) = delete;
+
+  const ModelConfig& config() const { return config_; }
+
+  // Largest activation row (bytes) any matrix of the model takes; sizes MatmulScratch.
+  size_t max_activation_row_bytes() const;
+
+  // Runs tokens[0..n) (n <= s.n_batch, ids < n_vocab) at positions pos0 .. pos0+n-1
+  // (pos0 + n <= kv.n_ctx()), storing their k, v in `kv`. Writes s.logits: the last
+  // token's [n_vocab], or [n, n_vocab] for all tokens when all_logits (s must have
+  // been made with all_logits then). The caller validates; this does not throw.
+  void forward(std::span<const int32_t> tokens, int pos0, bool all_logits, KvCache& kv,
+               ForwardScratch& s, Parallel& par);
+
+ private:
+  struct LayerTensors {
+    const GgufTensorInfo* attn_norm;
+    const GgufTensorInfo* wq;
+    const GgufTensorInfo* wk;
+    const GgufTensorInfo* wv;
+    const GgufTensorInfo* bq;  // qwen2 only
+    const GgufTensorInfo* bk;
+    const GgufTensorInfo* bv;
+    const GgufTensorInfo* wo;
+    const GgufTensorInfo* ffn_norm;
+    const GgufTensorInfo* w_gate;
+    const GgufTensorInfo* w_up;
+    const GgufTensorInfo* w_down;
+  };
+
+  Matrix matrix(const GgufTensorInfo* t);
+  void dequantize(const GgufTensorInfo* t, float* dst);
+
+  ModelConfig config_;
+  WeightStore& store_;
+  std::vector<LayerTensors> layers_;
+  const GgufTensorInfo* token_embd_;
+  const GgufTensorInfo* output_norm_;
+  const GgufTensorInfo* output_;   // token_embd_ when tied
+  std::vector<float> rope_freqs_;  // [n_rot/2] or empty
+};
+
+}  // namespace runnel

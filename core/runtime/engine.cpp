@@ -1,0 +1,137 @@
+#include "core/runtime/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace runnel {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+constexpr int kDefaultMaxContext = 4096;
+
+}  // namespace
+
+// ---------------------------------------------------------------- Engine
+
+std::unique_ptr<Engine> Engine::load(std::unique_ptr<WeightStore> store,
+                                     const EngineOptions& options) {
+  const Clock::time_point start = Clock::now();
+  if (!store) throw std::invalid_argument("Engine::load: no weight store");
+  if (options.n_ctx < 0) {
+    throw std::invalid_argument("context size must be >= 0 (0 = model default), got " +
+                                std::to_string(options.n_ctx));
+  }
+  if (options.n_batch < 1) {
+    throw std::invalid_argument("batch size must be >= 1, got " + std::to_string(options.n_batch));
+  }
+  std::unique_ptr<Engine> e(new Engine());
+  const ModelConfig config = ModelConfig::from_model(store->model());
+  e->tokenizer_ = Tokenizer::from_metadata(store->model().metadata);
+  if (e->tokenizer_->n_vocab() != config.n_vocab) {
+    throw GgufError("tokenizer has " + std::to_string(e->tokenizer_->n_vocab()) +
+                    " tokens but the model's vocabulary is " + std::to_string(config.n_vocab));
+  }
+  e->store_ = std::move(store);
+  e->model_ = std::make_unique<LlamaModel>(config, *e->store_);
+  e->options_ = options;
+  if (e->options_.n_ctx == 0) e->options_.n_ctx = std::min(config.n_ctx_train, kDefaultMaxContext);
+  e->options_.n_batch = std::min(e->options_.n_batch, e->options_.n_ctx);
+  if (!e->options_.parallel) e->options_.parallel = std::make_shared<InlineParallel>();
+  e->load_ms_ = ms_since(start);
+  return e;
+}
+
+Engine::~Engine() = default;
+
+std::unique_ptr<Session> Engine::new_session() {
+  return std::make_unique<Session>(*this);
+}
+
+// ---------------------------------------------------------------- Session
+
+Session::Session(Engine& engine)
+    : engine_(engine),
+      kv_(engine.config().n_layer, engine.n_ctx(), engine.config().kv_dim(),
+          engine.config().v_dim()),
+      scratch_(*engine.model_, engine.options().n_batch, engine.n_ctx(),
+               n_tasks_for(*engine.options().parallel, std::numeric_limits<int>::max()),
+               engine.options().all_logits) {
+  tokens_.reserve(engine.n_ctx());
+}
+
+void Session::check_fits(size_t n_new, std::string_view what) const {
+  const size_t n_ctx = static_cast<size_t>(kv_.n_ctx());
+  if (tokens_.size() + n_new <= n_ctx) return;
+  std::string msg = std::string(what) + " is " + std::to_string(n_new) + " tokens";
+  if (!tokens_.empty()) msg += " after " + std::to_string(tokens_.size()) + " in the session";
+  throw std::invalid_argument(msg + " but the context is " + std::to_string(n_ctx));
+}
+
+void Session::run_pending(bool all_logits, std::vector<float>* all_out) {
+  LlamaModel& model = *engine_.model_;
+  Parallel& par = *engine_.options().parallel;
+  const int n_vocab = model.config().n_vocab;
+  const int n_total = static_cast<int>(tokens_.size());
+  while (n_evaluated_ < n_total) {
+    const int n = std::min(scratch_.n_batch, n_total - n_evaluated_);
+    const std::span<const int32_t> chunk(tokens_.data() + n_evaluated_, n);
+    model.forward(chunk, n_evaluated_, all_logits, kv_, scratch_, par);
+    n_evaluated_ += n;
+    const size_t last_row = all_logits ? static_cast<size_t>(n - 1) : 0;
+    last_logits_ = std::span<float>(scratch_.logits.data() + last_row * n_vocab, n_vocab);
+    if (all_out) {
+      all_out->insert(all_out->end(), scratch_.logits.begin(),
+                      scratch_.logits.begin() + static_cast<size_t>(n) * n_vocab);
+    }
+  }
+}
+
+void Session::append(std::span<const TokenId> tokens) {
+  if (tokens.empty()) throw std::invalid_argument("eval: no tokens");
+  const int n_vocab = engine_.config().n_vocab;
+  for (const TokenId t : tokens) {
+    if (t < 0 || t >= n_vocab) {
+      throw std::invalid_argument("token id " + std::to_string(t) +
+                                  " is outside the vocabulary [0, " + std::to_string(n_vocab) +
+                                  ")");
+    }
+  }
+  check_fits(tokens.size(), "input");
+  tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+}
+
+std::span<float> Session::eval(std::span<const TokenId> tokens) {
+  append(tokens);
+  run_pending(false, nullptr);
+  return last_logits_;
+}
+
+std::vector<float> Session::eval_all(std::span<const TokenId> tokens) {
+  if (!engine_.options().all_logits) {
+    throw std::logic_error("eval_all needs an engine loaded with all_logits");
+  }
+  append(tokens);
+  std::vector<float> all;
+  run_pending(true, &all);
+  // Rows of tokens pending from before this call come first; drop them.
+  const size_t n_vocab = engine_.config().n_vocab;
+  all.erase(all.begin(), all.end() - static_cast<std::ptrdiff_t>(tokens.size() * n_vocab));
+  return all;
+}
+
+void Session::rewind(int n_keep) {
+  const size_t keep = static_cast<size_t>(std::clamp(n_keep, 0, position()));
+  tokens_.resize(keep);
+  n_evaluated_ = std::min(n_evaluated_, static_cast<int>(keep));
+  last_logits_ = {};
+}
+
+}  // namespace runnel

@@ -1,0 +1,135 @@
+// The public C++ API: an Engine is a loaded model (config, tokenizer, weights); a
+// Session is one conversation over it (KV cache, position, token history) with the
+// generation loop. The CLI, the server and the wasm ABI are thin shells over these.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "core/kv/kv_cache.h"
+#include "core/model/config.h"
+#include "core/model/llama.h"
+#include "core/runtime/parallel.h"
+#include "core/runtime/weight_store.h"
+#include "core/sampling/sampler.h"
+#include "core/tokenizer/tokenizer.h"
+
+namespace runnel {
+
+struct EngineOptions {
+  int n_ctx = 0;     // tokens a session holds; 0: min(model's context_length, 4096)
+  int n_batch = 64;  // tokens per forward pass while evaluating a prompt
+  // Sessions keep every position's logits of a batch (Session::eval_all: tests,
+  // perplexity); costs n_batch * n_vocab floats.
+  bool all_logits = false;
+  // Where matmuls and attention fan out; null: InlineParallel. One Session runs on
+  // it at a time.
+  std::shared_ptr<Parallel> parallel;
+};
+
+struct GenerateParams {
+  int max_tokens = 128;  // -1: until the context is full or end of generation
+  SamplerParams sampler;
+  bool stop_on_eog = true;  // an end-of-generation token ends the loop (not emitted)
+  // Optional: sees the logits of each predicted position before sampling; step 0 is
+  // the first position after the prompt, seen even when max_tokens is 0
+  // (--dump-logits, logprobs).
+  std::function<void(int step, std::span<const float> logits)> on_logits;
+};
+
+enum class StopReason { MaxTokens, EndOfGeneration, Callback, ContextFull };
+
+struct GenerationStats {
+  int n_prompt = 0;     // tokens evaluated for the prompt
+  int n_generated = 0;  // tokens sampled and emitted (an end token is not counted)
+  double prompt_ms = 0;
+  double gen_ms = 0;
+  double load_ms = 0;  // the engine's load time
+  StopReason stop = StopReason::MaxTokens;
+
+  double prompt_tokens_per_s() const { return prompt_ms > 0 ? n_prompt * 1000.0 / prompt_ms : 0; }
+  double gen_tokens_per_s() const { return gen_ms > 0 ? n_generated * 1000.0 / gen_ms : 0; }
+};
+
+// Receives generated text as it completes (never part of a UTF-8 sequence).
+// Returns true to keep generating, false to stop.
+using PieceCallback = std::function<bool(std::string_view piece)>;
+
+class Session;
+
+class Engine {
+ public:
+  // Reads the config (refusing unknown architectures and mis-shaped tensors), builds
+  // the tokenizer and the model over `store`. Throws GgufError / std::invalid_argument.
+  static std::unique_ptr<Engine> load(std::unique_ptr<WeightStore> store,
+                                      const EngineOptions& options = {});
+  ~Engine();
+
+  const ModelConfig& config() const { return model_->config(); }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const EngineOptions& options() const { return options_; }
+  int n_ctx() const { return options_.n_ctx; }
+  double load_ms() const { return load_ms_; }
+  WeightStore& store() { return *store_; }
+
+  std::unique_ptr<Session> new_session();
+
+ private:
+  friend class Session;
+  Engine() = default;
+
+  EngineOptions options_;  // n_ctx resolved, parallel set
+  std::unique_ptr<WeightStore> store_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<LlamaModel> model_;
+  double load_ms_ = 0;
+};
+
+class Session {
+ public:
+  explicit Session(Engine& engine);
+
+  // Appends tokens to the history, runs everything not yet in the cache, and returns
+  // the logits of the last token [n_vocab] (valid until the next call). Throws
+  // std::invalid_argument, before any work, for an empty span, ids outside the
+  // vocabulary, or a history that would not fit the context.
+  std::span<float> eval(std::span<const TokenId> tokens);
+
+  // Like eval, returning every position's logits [n, n_vocab] (needs all_logits).
+  std::vector<float> eval_all(std::span<const TokenId> tokens);
+
+  // Evaluates `prompt` after the history, then samples up to max_tokens tokens,
+  // streaming their text to on_piece. Fails before work starts when the prompt or
+  // max_tokens do not fit the context (messages carry the numbers).
+  GenerationStats generate(const std::vector<TokenId>& prompt, const GenerateParams& params,
+                           const PieceCallback& on_piece);
+
+  // The checks generate() starts with, for front ends that act before calling it
+  // (echoing the prompt). Returns how many tokens it would generate at most.
+  int check_request(const std::vector<TokenId>& prompt, const GenerateParams& params) const;
+
+  int position() const { return static_cast<int>(tokens_.size()); }  // tokens in history
+  int n_ctx() const { return kv_.n_ctx(); }
+  const std::vector<TokenId>& tokens() const { return tokens_; }
+  // Forgets history past the first n_keep tokens (their cache entries stay valid).
+  void rewind(int n_keep);
+  void reset() { rewind(0); }
+
+ private:
+  void check_fits(size_t n_new, std::string_view what) const;
+  void append(std::span<const TokenId> tokens);  // validates, then adds to the history
+  void run_pending(bool all_logits, std::vector<float>* all_out);
+
+  Engine& engine_;
+  KvCache kv_;
+  ForwardScratch scratch_;
+  std::vector<TokenId> tokens_;  // the history; [0, n_evaluated_) are in the cache
+  int n_evaluated_ = 0;
+  std::span<float> last_logits_;
+};
+
+}  // namespace runnel

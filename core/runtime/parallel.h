@@ -1,0 +1,45 @@
+// How core code fans work out without owning threads. The native build plugs in a
+// persistent thread pool (native/thread_pool.h); wasm without cross-origin isolation
+// and the tests use InlineParallel. Callers partition statically: task t of T takes
+// rows [t*n/T, (t+1)*n/T), so results never depend on scheduling.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+
+namespace runnel {
+
+class Parallel {
+ public:
+  virtual ~Parallel();
+  virtual int n_threads() const = 0;
+  // Runs fn(0) .. fn(n_tasks - 1), possibly concurrently, and returns when all have
+  // finished (a barrier). fn must not throw in the hot path; if it does, one of the
+  // exceptions is rethrown here after every task has ended.
+  virtual void run(int n_tasks, const std::function<void(int task)>& fn) = 0;
+};
+
+// Runs every task in order on the calling thread.
+class InlineParallel : public Parallel {
+ public:
+  int n_threads() const override { return 1; }
+  void run(int n_tasks, const std::function<void(int task)>& fn) override;
+};
+
+// Work is cut into a few tasks per thread: the threads that are running then pick up
+// the share of one the OS has paused (a busy machine), while the cut stays static.
+constexpr int kTasksPerThread = 4;
+
+// How many tasks to cut n_items into for `par` (at least 1, at most n_items).
+inline int n_tasks_for(const Parallel& par, int64_t n_items) {
+  const int64_t most = par.n_threads() == 1 ? 1 : int64_t{par.n_threads()} * kTasksPerThread;
+  return static_cast<int>(std::max<int64_t>(1, std::min(n_items, most)));
+}
+
+// Start of task t's share when n items are split over n_tasks tasks.
+inline int64_t split_begin(int64_t n, int task, int n_tasks) {
+  return n * task / n_tasks;
+}
+
+}  // namespace runnel

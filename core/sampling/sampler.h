@@ -1,0 +1,54 @@
+// The sampler chain: penalties -> top-k -> typical -> top-p -> min-p -> temperature
+// -> draw (llama.cpp's default order). temperature <= 0 means greedy (argmax).
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "core/sampling/sampling_steps.h"
+
+namespace runnel {
+
+struct SamplerParams {
+  float temperature = 0.8f;  // <= 0: greedy
+  int32_t top_k = 40;        // <= 0: off
+  float top_p = 0.95f;       // >= 1: off
+  float min_p = 0.05f;       // <= 0: off
+  float typical_p = 1.0f;    // >= 1: off
+  float repeat_penalty = 1.0f;     // 1: off
+  float frequency_penalty = 0.0f;  // 0: off
+  float presence_penalty = 0.0f;   // 0: off
+  int32_t penalty_last_n = 64;     // how many recent tokens penalties look at
+  uint64_t seed = 0xFFFFFFFFu;     // same seed, same output
+
+  // Throws std::invalid_argument naming the parameter for impossible values
+  // (negative temperature, top_p outside (0,1], NaN, ...).
+  void validate() const;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplerParams& params);
+
+  // Picks the next token from `logits` (one per vocab entry; modified in place).
+  // Does not accept() the token. Throws std::invalid_argument for empty logits, a
+  // NaN or +inf logit, all logits -inf, or an accepted token outside the vocabulary.
+  int32_t sample(std::span<float> logits);
+  // Records a token of the context (prompt or generated) for the penalties.
+  void accept(int32_t token);
+  void reset();  // forget history, re-seed
+
+  const SamplerParams& params() const { return params_; }
+
+ private:
+  SamplerParams params_;
+  std::mt19937 rng_;
+  std::vector<int32_t> history_;          // most recent last, at most penalty_last_n
+  using Candidate = TokenCandidate;       // id, logit, p (+ a scratch score)
+  std::vector<Candidate> candidates_;     // scratch, reused across calls
+  std::vector<int32_t> penalty_scratch_;  // sorted copy of history_, reused
+};
+
+}  // namespace runnel

@@ -1,0 +1,101 @@
+// The one place where kernels are chosen. Tables are built once (function-local statics)
+// and never modified; select_kernels() only swaps which table kernels() returns. That
+// pointer is the single piece of global mutable state the conventions allow.
+#include "kernels/kernels.h"
+
+#include <atomic>
+
+#include "kernels/ops.h"
+#include "kernels/ref/ref.h"
+
+namespace runnel {
+namespace {
+
+KernelTable build_ref_table() {
+  KernelTable t;
+  t.isa = "ref";
+  auto set = [&t](GgmlType type, void (*deq)(const void*, float*, int64_t),
+                  void (*quant)(const float*, void*, int64_t), GgmlType dot_type,
+                  float (*dot)(int64_t, const void*, const void*)) {
+    TypeKernels& k = t.types[static_cast<uint32_t>(type)];
+    k.supported = true;
+    k.dequantize_row = deq;
+    k.quantize_row = quant;
+    k.vec_dot_type = dot_type;
+    k.vec_dot = dot;
+  };
+  using G = GgmlType;
+  set(G::F32, ref::dequantize_row_f32, ref::quantize_row_f32, G::F32, ref::vec_dot_f32);
+  set(G::F16, ref::dequantize_row_f16, ref::quantize_row_f16, G::F16, ref::vec_dot_f16);
+  set(G::BF16, ref::dequantize_row_bf16, ref::quantize_row_bf16, G::BF16, ref::vec_dot_bf16);
+  set(G::Q4_0, ref::dequantize_row_q4_0, ref::quantize_row_q4_0, G::Q8_0, ref::vec_dot_q4_0);
+  set(G::Q4_1, ref::dequantize_row_q4_1, ref::quantize_row_q4_1, G::Q8_1, ref::vec_dot_q4_1);
+  set(G::Q5_0, ref::dequantize_row_q5_0, ref::quantize_row_q5_0, G::Q8_0, ref::vec_dot_q5_0);
+  set(G::Q5_1, ref::dequantize_row_q5_1, ref::quantize_row_q5_1, G::Q8_1, ref::vec_dot_q5_1);
+  set(G::Q8_0, ref::dequantize_row_q8_0, ref::quantize_row_q8_0, G::Q8_0, ref::vec_dot_q8_0);
+  // Activation-only formats: no weight x activation dot of their own.
+  set(G::Q8_1, ref::dequantize_row_q8_1, ref::quantize_row_q8_1, G::Q8_1, nullptr);
+  set(G::Q2_K, ref::dequantize_row_q2_k, ref::quantize_row_q2_k, G::Q8_K, ref::vec_dot_q2_k);
+  set(G::Q3_K, ref::dequantize_row_q3_k, ref::quantize_row_q3_k, G::Q8_K, ref::vec_dot_q3_k);
+  set(G::Q4_K, ref::dequantize_row_q4_k, ref::quantize_row_q4_k, G::Q8_K, ref::vec_dot_q4_k);
+  set(G::Q5_K, ref::dequantize_row_q5_k, ref::quantize_row_q5_k, G::Q8_K, ref::vec_dot_q5_k);
+  set(G::Q6_K, ref::dequantize_row_q6_k, ref::quantize_row_q6_k, G::Q8_K, ref::vec_dot_q6_k);
+  set(G::Q8_K, ref::dequantize_row_q8_k, ref::quantize_row_q8_k, G::Q8_K, nullptr);
+  return t;
+}
+
+FloatOps build_ref_float_ops() {
+  FloatOps ops;
+  ops.isa = "ref";
+  ops.rms_norm = ref::rms_norm;
+  ops.softmax = ref::softmax;
+  ops.silu = ref::silu;
+  ops.swiglu = ref::swiglu;
+  ops.gelu = ref::gelu;
+  ops.geglu = ref::geglu;
+  ops.softcap = ref::softcap;
+  ops.add = ref::add;
+  ops.mul = ref::mul;
+  ops.scale = ref::scale;
+  ops.axpy = ref::axpy;
+  ops.rope_cos_sin = ref::rope_cos_sin;
+  ops.rope_apply = ref::rope_apply;
+  return ops;
+}
+
+// The selected tables; null means "not selected yet" (= reference).
+std::atomic<const KernelTable*> g_selected_table{nullptr};
+std::atomic<const FloatOps*> g_selected_float_ops{nullptr};
+
+}  // namespace
+
+const KernelTable& ref_kernels() {
+  static const KernelTable table = build_ref_table();
+  return table;
+}
+
+const FloatOps& ref_float_ops() {
+  static const FloatOps ops = build_ref_float_ops();
+  return ops;
+}
+
+const KernelTable& kernels() {
+  const KernelTable* t = g_selected_table.load(std::memory_order_acquire);
+  return t != nullptr ? *t : ref_kernels();
+}
+
+const FloatOps& float_ops() {
+  const FloatOps* ops = g_selected_float_ops.load(std::memory_order_acquire);
+  return ops != nullptr ? *ops : ref_float_ops();
+}
+
+bool select_kernels(std::string_view isa) {
+  // Only the reference set exists today; "" (automatic) therefore also picks it. Per-ISA
+  // sets (avx2, avx512, neon, simd128) plug in here, after a CPU-feature check.
+  if (!isa.empty() && isa != "ref") return false;
+  g_selected_float_ops.store(&ref_float_ops(), std::memory_order_release);
+  g_selected_table.store(&ref_kernels(), std::memory_order_release);
+  return true;
+}
+
+}  // namespace runnel

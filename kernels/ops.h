@@ -1,0 +1,41 @@
+// The float-op half of the kernel table: the element-wise and reduction ops of a forward
+// pass, as function pointers so per-ISA versions can replace the reference ones. Chosen
+// together with the type kernels by select_kernels() (kernels/kernels.h) and read-only
+// afterwards. Contracts (shapes, aliasing, rope conventions) are in kernels/ref/ops.h.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "kernels/ref/ops.h"
+
+namespace runnel {
+
+using ref::RopeParams;
+using ref::RopeStyle;
+
+struct FloatOps {
+  std::string_view isa = "ref";
+  void (*rms_norm)(const float* x, const float* w, float* out, int64_t n, float eps) = nullptr;
+  void (*softmax)(float* x, int64_t n) = nullptr;
+  void (*silu)(const float* x, float* out, int64_t n) = nullptr;
+  void (*swiglu)(const float* gate, const float* up, float* out, int64_t n) = nullptr;
+  void (*gelu)(const float* x, float* out, int64_t n) = nullptr;
+  void (*geglu)(const float* gate, const float* up, float* out, int64_t n) = nullptr;
+  void (*softcap)(float* x, int64_t n, float cap) = nullptr;
+  void (*add)(const float* a, const float* b, float* out, int64_t n) = nullptr;
+  void (*mul)(const float* a, const float* b, float* out, int64_t n) = nullptr;
+  void (*scale)(float* x, int64_t n, float s) = nullptr;
+  void (*axpy)(const float* x, float* y, int64_t n, float s) = nullptr;
+  // cos_sin: float[n_rot] (cos, sin interleaved per pair), shared by all heads of a position.
+  void (*rope_cos_sin)(int64_t pos, const RopeParams& p, float* cos_sin) = nullptr;
+  void (*rope_apply)(float* x, int64_t n_rot, const float* cos_sin, RopeStyle style) = nullptr;
+};
+
+// The scalar reference ops (always available; the oracle for every other ISA).
+const FloatOps& ref_float_ops();
+
+// The ops chosen at start-up by select_kernels(); the reference ops before that.
+const FloatOps& float_ops();
+
+}  // namespace runnel

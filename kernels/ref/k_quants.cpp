@@ -1,0 +1,411 @@
+// Q2_K .. Q6_K and Q8_K rows: quantize (ggml's reference algorithms, no importance
+// weights) and dequantize. Each quantizer (1) fits a scale (and min) per sub-block,
+// (2) quantizes those scales against one f16 super-block scale, then (3) re-quantizes
+// the elements against the scales as they will be decoded, so the stored quants match
+// the stored scales. Step (3) skips sub-blocks whose decoded scale is 0 and keeps the
+// quants from step (1) there, exactly as ggml does (it matters for bit-identity only).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/ref/blocks.h"
+#include "kernels/ref/k_quants_common.h"
+#include "kernels/ref/quant_math.h"
+#include "kernels/ref/ref.h"
+
+namespace runnel::ref {
+namespace {
+
+inline int clamp_int(int v, int lo, int hi) {
+  return v < lo ? lo : (v > hi ? hi : v);
+}
+
+// 2-bit quants L[256] -> qs[64]: per 128-element half, byte l = L[l] | L[l+32] << 2 |
+// L[l+64] << 4 | L[l+96] << 6 (Q2_K and the low bits of Q3_K).
+template <typename T>
+void pack_2bit(const T* L, uint8_t* qs) {
+  for (int half = 0; half < kQK_K; half += 128) {
+    for (int l = 0; l < 32; ++l) {
+      const T* q = L + half + l;
+      qs[half / 4 + l] = static_cast<uint8_t>(q[0] | (q[32] << 2) | (q[64] << 4) | (q[96] << 6));
+    }
+  }
+}
+
+// Weights of the affine fits for Q4_K / Q5_K: rms of the sub-block plus |x|.
+void rms_plus_abs_weights(const float* x, float* w) {
+  float sum_x2 = 0.0f;
+  for (int l = 0; l < 32; ++l) sum_x2 += x[l] * x[l];
+  const float av_x = std::sqrt(sum_x2 / 32);
+  for (int l = 0; l < 32; ++l) w[l] = av_x + std::fabs(x[l]);
+}
+
+// Shared by Q4_K and Q5_K: 8 affine sub-blocks of 32 with 6-bit scales and mins.
+// Fills d, dmin, scales[12] of the block and L[256] in [0, nmax].
+void quantize_scale_min_k4(const float* x, int nmax, float rmin, float rdelta, int nstep,
+                           uint16_t* d_out, uint16_t* dmin_out, uint8_t* packed, uint8_t* L) {
+  float scales[8];
+  float mins[8];
+  float weights[32];
+  float max_scale = 0.0f;  // scales are >= 0 because the fit subtracts the min
+  float max_min = 0.0f;
+  for (int j = 0; j < 8; ++j) {
+    rms_plus_abs_weights(x + 32 * j, weights);
+    scales[j] =
+        fit_affine(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], rmin, rdelta, nstep, false);
+    if (scales[j] > max_scale) max_scale = scales[j];
+    if (mins[j] > max_min) max_min = mins[j];
+  }
+  const float inv_scale = max_scale > 0.0f ? 63.0f / max_scale : 0.0f;
+  const float inv_min = max_min > 0.0f ? 63.0f / max_min : 0.0f;
+  uint8_t ls[8];
+  uint8_t lm[8];
+  for (int j = 0; j < 8; ++j) {
+    // uint8_t wrap then clamp, as ggml stores nearest_int into a uint8_t first.
+    ls[j] = std::min<uint8_t>(63, static_cast<uint8_t>(nearest_int(inv_scale * scales[j])));
+    lm[j] = std::min<uint8_t>(63, static_cast<uint8_t>(nearest_int(inv_min * mins[j])));
+  }
+  pack_scale_min_k4(ls, lm, packed);
+  *d_out = fp32_to_fp16(max_scale / 63.0f);
+  *dmin_out = fp32_to_fp16(max_min / 63.0f);
+  for (int j = 0; j < 8; ++j) {
+    uint8_t sc, m;
+    unpack_scale_min_k4(j, packed, &sc, &m);
+    const float d = f16(*d_out) * static_cast<float>(sc);
+    if (d == 0.0f) continue;
+    const float dm = f16(*dmin_out) * static_cast<float>(m);
+    for (int i = 0; i < 32; ++i) {
+      L[32 * j + i] =
+          static_cast<uint8_t>(clamp_int(nearest_int((x[32 * j + i] + dm) / d), 0, nmax));
+    }
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- Q2_K
+
+void quantize_row_q2_k(const float* src, void* dst, int64_t n) {
+  auto* y = static_cast<BlockQ2_K*>(dst);
+  constexpr float kQ4Scale = 15.0f;
+  uint8_t L[kQK_K];
+  float weights[16];
+  float scales[16];
+  float mins[16];
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const float* x = src + b * kQK_K;
+    float max_scale = 0.0f;
+    float max_min = 0.0f;
+    for (int j = 0; j < 16; ++j) {
+      for (int l = 0; l < 16; ++l) weights[l] = std::fabs(x[16 * j + l]);
+      scales[j] =
+          fit_affine(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], -0.5f, 0.1f, 15, true);
+      if (scales[j] > max_scale) max_scale = scales[j];
+      if (mins[j] > max_min) max_min = mins[j];
+    }
+    // Scales in the low nibble, mins in the high nibble, both against 1/15 of the max.
+    if (max_scale > 0.0f) {
+      const float iscale = kQ4Scale / max_scale;
+      for (int j = 0; j < 16; ++j)
+        y[b].scales[j] = static_cast<uint8_t>(nearest_int(iscale * scales[j]));
+      y[b].d = fp32_to_fp16(max_scale / kQ4Scale);
+    } else {
+      for (int j = 0; j < 16; ++j) y[b].scales[j] = 0;
+      y[b].d = fp32_to_fp16(0.0f);
+    }
+    if (max_min > 0.0f) {
+      const float iscale = kQ4Scale / max_min;
+      for (int j = 0; j < 16; ++j) {
+        y[b].scales[j] =
+            static_cast<uint8_t>(y[b].scales[j] | (nearest_int(iscale * mins[j]) << 4));
+      }
+      y[b].dmin = fp32_to_fp16(max_min / kQ4Scale);
+    } else {
+      y[b].dmin = fp32_to_fp16(0.0f);
+    }
+    for (int j = 0; j < 16; ++j) {
+      const float d = f16(y[b].d) * static_cast<float>(y[b].scales[j] & 0x0F);
+      if (d == 0.0f) continue;
+      const float dm = f16(y[b].dmin) * static_cast<float>(y[b].scales[j] >> 4);
+      for (int i = 0; i < 16; ++i) {
+        L[16 * j + i] =
+            static_cast<uint8_t>(clamp_int(nearest_int((x[16 * j + i] + dm) / d), 0, 3));
+      }
+    }
+    pack_2bit(L, y[b].qs);
+  }
+}
+
+void dequantize_row_q2_k(const void* src, float* dst, int64_t n) {
+  const auto* x = static_cast<const BlockQ2_K*>(src);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const float d = f16(x[b].d);
+    const float dmin = f16(x[b].dmin);
+    float* y = dst + b * kQK_K;
+    // Element e: half = e / 128, shift = 2 * ((e % 128) / 32), byte = (e % 32) of that half.
+    for (int e = 0; e < kQK_K; ++e) {
+      const uint8_t sc = x[b].scales[e / 16];
+      const int q = (x[b].qs[(e / 128) * 32 + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+      const float dl = d * static_cast<float>(sc & 0x0F);
+      const float ml = dmin * static_cast<float>(sc >> 4);
+      y[e] = dl * static_cast<float>(q) - ml;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- Q3_K
+
+void quantize_row_q3_k(const float* src, void* dst, int64_t n) {
+  auto* y = static_cast<BlockQ3_K*>(dst);
+  int8_t L[kQK_K];
+  float scales[16];
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const float* x = src + b * kQK_K;
+    float max_scale = 0.0f;  // signed scale of largest magnitude
+    float amax = 0.0f;
+    for (int j = 0; j < 16; ++j) {
+      scales[j] = fit_symmetric_q3(16, 4, x + 16 * j, L + 16 * j);
+      if (std::fabs(scales[j]) > amax) {
+        amax = std::fabs(scales[j]);
+        max_scale = scales[j];
+      }
+    }
+    std::memset(y[b].scales, 0, sizeof y[b].scales);
+    if (max_scale != 0.0f) {
+      const float iscale = -32.0f / max_scale;
+      for (int j = 0; j < 16; ++j) {
+        const int l = clamp_int(static_cast<int8_t>(nearest_int(iscale * scales[j])), -32, 31) + 32;
+        if (j < 8) {
+          y[b].scales[j] = static_cast<uint8_t>(l & 0x0F);
+        } else {
+          y[b].scales[j - 8] = static_cast<uint8_t>(y[b].scales[j - 8] | ((l & 0x0F) << 4));
+        }
+        y[b].scales[8 + j % 4] =
+            static_cast<uint8_t>(y[b].scales[8 + j % 4] | ((l >> 4) << (2 * (j / 4))));
+      }
+      y[b].d = fp32_to_fp16(1.0f / iscale);
+    } else {
+      y[b].d = fp32_to_fp16(0.0f);
+    }
+    for (int j = 0; j < 16; ++j) {
+      const float d = f16(y[b].d) * static_cast<float>(q3_k_scale(y[b].scales, j));
+      if (d == 0.0f) continue;
+      for (int i = 0; i < 16; ++i) {
+        L[16 * j + i] = static_cast<int8_t>(clamp_int(nearest_int(x[16 * j + i] / d), -4, 3) + 4);
+      }
+    }
+    // L in [0, 7]: bit 2 goes to hmask (element e -> byte e % 32, bit e / 32).
+    std::memset(y[b].hmask, 0, sizeof y[b].hmask);
+    for (int e = 0; e < kQK_K; ++e) {
+      if (L[e] > 3) {
+        y[b].hmask[e % 32] = static_cast<uint8_t>(y[b].hmask[e % 32] | (1 << (e / 32)));
+        L[e] = static_cast<int8_t>(L[e] - 4);
+      }
+    }
+    pack_2bit(L, y[b].qs);
+  }
+}
+
+void dequantize_row_q3_k(const void* src, float* dst, int64_t n) {
+  const auto* x = static_cast<const BlockQ3_K*>(src);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const float d_all = f16(x[b].d);
+    float* y = dst + b * kQK_K;
+    for (int e = 0; e < kQK_K; ++e) {
+      const int low = (x[b].qs[(e / 128) * 32 + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+      const bool high = (x[b].hmask[e % 32] >> (e / 32)) & 1;
+      const float dl = d_all * static_cast<float>(q3_k_scale(x[b].scales, e / 16));
+      y[e] = dl * static_cast<float>(low - (high ? 0 : 4));
+    }
+  }
+}
+
+// ---------------------------------------------------------------- Q4_K
+
+void quantize_row_q4_k(const float* src, void* dst, int64_t n) {
+  auto* y = static_cast<BlockQ4_K*>(dst);
+  uint8_t L[kQK_K];
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    quantize_scale_min_k4(src + b * kQK_K, 15, -1.0f, 0.1f, 20, &y[b].d, &y[b].dmin, y[b].scales,
+                          L);
+    for (int chunk = 0; chunk < kQK_K / 64; ++chunk) {
+      for (int l = 0; l < 32; ++l) {
+        y[b].qs[32 * chunk + l] =
+            static_cast<uint8_t>(L[64 * chunk + l] | (L[64 * chunk + 32 + l] << 4));
+      }
+    }
+  }
+}
+
+void dequantize_row_q4_k(const void* src, float* dst, int64_t n) {
+  const auto* x = static_cast<const BlockQ4_K*>(src);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const float d = f16(x[b].d);
+    const float dmin = f16(x[b].dmin);
+    float* y = dst + b * kQK_K;
+    for (int j = 0; j < 8; ++j) {  // sub-block j: chunk j / 2, low nibbles if j even
+      uint8_t sc, m;
+      unpack_scale_min_k4(j, x[b].scales, &sc, &m);
+      const float dl = d * static_cast<float>(sc);
+      const float ml = dmin * static_cast<float>(m);
+      const uint8_t* q = x[b].qs + 32 * (j / 2);
+      const int shift = 4 * (j % 2);
+      for (int l = 0; l < 32; ++l)
+        y[32 * j + l] = dl * static_cast<float>((q[l] >> shift) & 0x0F) - ml;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- Q5_K
+
+void quantize_row_q5_k(const float* src, void* dst, int64_t n) {
+  auto* y = static_cast<BlockQ5_K*>(dst);
+  uint8_t L[kQK_K];
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    quantize_scale_min_k4(src + b * kQK_K, 31, -0.5f, 0.1f, 15, &y[b].d, &y[b].dmin, y[b].scales,
+                          L);
+    std::memset(y[b].qh, 0, sizeof y[b].qh);
+    for (int chunk = 0; chunk < kQK_K / 64; ++chunk) {
+      for (int l = 0; l < 32; ++l) {
+        const int lo = L[64 * chunk + l];
+        const int hi = L[64 * chunk + 32 + l];
+        y[b].qs[32 * chunk + l] = static_cast<uint8_t>((lo & 0x0F) | ((hi & 0x0F) << 4));
+        y[b].qh[l] = static_cast<uint8_t>(y[b].qh[l] | ((lo >> 4) << (2 * chunk)) |
+                                          ((hi >> 4) << (2 * chunk + 1)));
+      }
+    }
+  }
+}
+
+void dequantize_row_q5_k(const void* src, float* dst, int64_t n) {
+  const auto* x = static_cast<const BlockQ5_K*>(src);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const float d = f16(x[b].d);
+    const float dmin = f16(x[b].dmin);
+    float* y = dst + b * kQK_K;
+    for (int j = 0; j < 8; ++j) {  // sub-block j: qh bit j
+      uint8_t sc, m;
+      unpack_scale_min_k4(j, x[b].scales, &sc, &m);
+      const float dl = d * static_cast<float>(sc);
+      const float ml = dmin * static_cast<float>(m);
+      const uint8_t* q = x[b].qs + 32 * (j / 2);
+      const int shift = 4 * (j % 2);
+      for (int l = 0; l < 32; ++l) {
+        const int v = ((q[l] >> shift) & 0x0F) | (((x[b].qh[l] >> j) & 1) << 4);
+        y[32 * j + l] = dl * static_cast<float>(v) - ml;
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- Q6_K
+
+void quantize_row_q6_k(const float* src, void* dst, int64_t n) {
+  auto* y = static_cast<BlockQ6_K*>(dst);
+  int8_t L[kQK_K];
+  float scales[16];
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const float* x = src + b * kQK_K;
+    float max_scale = 0.0f;  // signed scale of largest magnitude
+    float max_abs_scale = 0.0f;
+    for (int j = 0; j < 16; ++j) {
+      scales[j] = fit_symmetric_weighted(16, 32, x + 16 * j, L + 16 * j);
+      if (std::fabs(scales[j]) > max_abs_scale) {
+        max_abs_scale = std::fabs(scales[j]);
+        max_scale = scales[j];
+      }
+    }
+    if (max_abs_scale < kGroupMaxEps) {
+      std::memset(&y[b], 0, sizeof y[b]);
+      continue;
+    }
+    const float iscale = -128.0f / max_scale;
+    y[b].d = fp32_to_fp16(1.0f / iscale);
+    for (int j = 0; j < 16; ++j) {
+      y[b].scales[j] = static_cast<int8_t>(std::min(127, nearest_int(iscale * scales[j])));
+    }
+    for (int j = 0; j < 16; ++j) {
+      const float d = f16(y[b].d) * static_cast<float>(y[b].scales[j]);
+      if (d == 0.0f) continue;
+      for (int i = 0; i < 16; ++i) {
+        L[16 * j + i] =
+            static_cast<int8_t>(clamp_int(nearest_int(x[16 * j + i] / d), -32, 31) + 32);
+      }
+    }
+    for (int half = 0; half < 2; ++half) {
+      const int8_t* q = L + 128 * half;
+      uint8_t* ql = y[b].ql + 64 * half;
+      uint8_t* qh = y[b].qh + 32 * half;
+      for (int l = 0; l < 32; ++l) {
+        ql[l] = static_cast<uint8_t>((q[l] & 0x0F) | ((q[l + 64] & 0x0F) << 4));
+        ql[l + 32] = static_cast<uint8_t>((q[l + 32] & 0x0F) | ((q[l + 96] & 0x0F) << 4));
+        qh[l] = static_cast<uint8_t>((q[l] >> 4) | ((q[l + 32] >> 4) << 2) |
+                                     ((q[l + 64] >> 4) << 4) | ((q[l + 96] >> 4) << 6));
+      }
+    }
+  }
+}
+
+void dequantize_row_q6_k(const void* src, float* dst, int64_t n) {
+  const auto* x = static_cast<const BlockQ6_K*>(src);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const float d = f16(x[b].d);
+    for (int half = 0; half < 2; ++half) {
+      const uint8_t* ql = x[b].ql + 64 * half;
+      const uint8_t* qh = x[b].qh + 32 * half;
+      const int8_t* sc = x[b].scales + 8 * half;
+      float* y = dst + b * kQK_K + 128 * half;
+      for (int l = 0; l < 32; ++l) {
+        const int is = l / 16;
+        const int q1 = ((ql[l] & 0x0F) | (((qh[l] >> 0) & 3) << 4)) - 32;
+        const int q2 = ((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32;
+        const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+        const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+        y[l] = d * static_cast<float>(sc[is]) * static_cast<float>(q1);
+        y[l + 32] = d * static_cast<float>(sc[is + 2]) * static_cast<float>(q2);
+        y[l + 64] = d * static_cast<float>(sc[is + 4]) * static_cast<float>(q3);
+        y[l + 96] = d * static_cast<float>(sc[is + 6]) * static_cast<float>(q4);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- Q8_K
+
+void quantize_row_q8_k(const float* src, void* dst, int64_t n) {
+  auto* y = static_cast<BlockQ8_K*>(dst);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const float* x = src + b * kQK_K;
+    float max = 0.0f;
+    float amax = 0.0f;
+    for (int j = 0; j < kQK_K; ++j) {
+      if (std::fabs(x[j]) > amax) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    }
+    if (amax == 0.0f) {
+      std::memset(&y[b], 0, sizeof y[b]);
+      continue;
+    }
+    // The extreme maps to -127 (never -128), so the Q8_K range stays symmetric.
+    const float iscale = -127.0f / max;
+    for (int j = 0; j < kQK_K; ++j)
+      y[b].qs[j] = static_cast<int8_t>(std::min(127, nearest_int(iscale * x[j])));
+    for (int g = 0; g < kQK_K / 16; ++g) {
+      int sum = 0;
+      for (int i = 0; i < 16; ++i) sum += y[b].qs[16 * g + i];
+      y[b].bsums[g] = static_cast<int16_t>(sum);
+    }
+    y[b].d = 1.0f / iscale;
+  }
+}
+
+void dequantize_row_q8_k(const void* src, float* dst, int64_t n) {
+  const auto* x = static_cast<const BlockQ8_K*>(src);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    for (int j = 0; j < kQK_K; ++j) dst[b * kQK_K + j] = x[b].d * static_cast<float>(x[b].qs[j]);
+  }
+}
+
+}  // namespace runnel::ref

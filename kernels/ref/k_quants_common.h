@@ -1,0 +1,65 @@
+// Internal to kernels/ref: k-quant scale packing and the scale-search routines that
+// ggml's reference k-quant quantizers use (reimplemented; same arithmetic order, so the
+// chosen quants are bit-identical).
+#pragma once
+
+#include <cstdint>
+
+namespace runnel::ref {
+
+// Below this the group is treated as all zeros (ggml's GROUP_MAX_EPS).
+constexpr float kGroupMaxEps = 1e-15f;
+// Largest sub-block the searches handle (Q4_K / Q5_K use 32, the others 16).
+constexpr int kMaxGroup = 32;
+
+// Q4_K / Q5_K pack 8 six-bit scales and 8 six-bit mins in 12 bytes:
+//   j < 4:  scale = b[j] & 63,                        min = b[j + 4] & 63
+//   j >= 4: scale = b[j + 4] & 15 | (b[j - 4] >> 6) << 4,  min = b[j + 4] >> 4 | (b[j] >> 6) << 4
+inline void unpack_scale_min_k4(int j, const uint8_t* b, uint8_t* scale, uint8_t* min) {
+  if (j < 4) {
+    *scale = b[j] & 63;
+    *min = b[j + 4] & 63;
+  } else {
+    *scale = static_cast<uint8_t>((b[j + 4] & 0x0F) | ((b[j - 4] >> 6) << 4));
+    *min = static_cast<uint8_t>((b[j + 4] >> 4) | ((b[j] >> 6) << 4));
+  }
+}
+
+// Inverse of unpack_scale_min_k4 for scales[8], mins[8] in [0, 63].
+inline void pack_scale_min_k4(const uint8_t* scales, const uint8_t* mins, uint8_t* b) {
+  for (int j = 0; j < 4; ++j) {
+    b[j] = scales[j];
+    b[j + 4] = mins[j];
+  }
+  for (int j = 4; j < 8; ++j) {
+    b[j + 4] = static_cast<uint8_t>((scales[j] & 0x0F) | ((mins[j] & 0x0F) << 4));
+    b[j - 4] = static_cast<uint8_t>(b[j - 4] | ((scales[j] >> 4) << 6));
+    b[j] = static_cast<uint8_t>(b[j] | ((mins[j] >> 4) << 6));
+  }
+}
+
+// Q3_K sub-block j's signed scale (six bits minus 32), from the 12 packed bytes.
+inline int q3_k_scale(const uint8_t* b, int j) {
+  const int low = j < 8 ? (b[j] & 0x0F) : (b[j - 8] >> 4);
+  const int high = (b[8 + j % 4] >> (2 * (j / 4))) & 3;
+  return (low | (high << 4)) - 32;
+}
+
+// Symmetric fit x ~ scale * (L - nmax), L in [0, 2 nmax), weighting each element by x^2;
+// tries 19 candidate scales around nmax / max|x| and keeps the best weighted fit.
+// ggml's make_qx_quants with rmse_type 1 and no importance weights. Returns the scale.
+float fit_symmetric_weighted(int n, int nmax, const float* x, int8_t* L);
+
+// Symmetric fit for Q3_K: start at scale max|x| / nmax, then up to 5 passes of
+// coordinate descent on single quants (weights x^2). ggml's make_q3_quants(do_rmse).
+// L in [0, 2 nmax). Returns the scale. (All searches: n <= kMaxGroup.)
+float fit_symmetric_q3(int n, int nmax, const float* x, int8_t* L);
+
+// Asymmetric fit x ~ scale * L - min_out, L in [0, nmax], min_out >= 0, minimizing the
+// weighted error (abs if use_mad, else squared) over nstep + 1 trial scales
+// (rmin + rdelta * is + nmax) / (max - min), each followed by a least-squares solve
+// for scale and min. ggml's make_qkx2_quants. Returns the scale.
+float fit_affine(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* min_out,
+                 float rmin, float rdelta, int nstep, bool use_mad);
+
+}  // namespace runnel::ref

@@ -1,0 +1,67 @@
+// The scalar reference kernels: one dequantize / quantize / vec_dot triple per ggml type.
+// These are the oracle every ISA-specific kernel is tested against, and the table entries
+// used when no faster ISA is selected (kernels/kernels.cpp fills the table from here).
+//
+// Shapes and contracts (all functions):
+//   n         element count; a multiple of the type's block size (32 or 256; 1 for floats).
+//   src / w   n elements in the type's block layout (kernels/ref/blocks.h).
+//   dst       float[n] (dequantize) or the type's blocks (quantize).
+//   a         the activation row in the partner type (kernels.h vec_dot_type).
+// Quantizers round to nearest exactly like ggml's quantize_row_*_ref (no importance
+// weights), so a row quantized here is bit-identical to llama.cpp's. Nothing allocates.
+#pragma once
+
+#include <cstdint>
+
+namespace runnel::ref {
+
+// ---- float types (float_types.cpp)
+void dequantize_row_f32(const void* src, float* dst, int64_t n);
+void quantize_row_f32(const float* src, void* dst, int64_t n);
+float vec_dot_f32(int64_t n, const void* w, const void* a);  // a: F32
+void dequantize_row_f16(const void* src, float* dst, int64_t n);
+void quantize_row_f16(const float* src, void* dst, int64_t n);
+float vec_dot_f16(int64_t n, const void* w, const void* a);  // a: F16
+void dequantize_row_bf16(const void* src, float* dst, int64_t n);
+void quantize_row_bf16(const float* src, void* dst, int64_t n);
+float vec_dot_bf16(int64_t n, const void* w, const void* a);  // a: BF16
+
+// ---- legacy 32-element blocks (legacy_quants.cpp)
+void dequantize_row_q4_0(const void* src, float* dst, int64_t n);
+void quantize_row_q4_0(const float* src, void* dst, int64_t n);
+float vec_dot_q4_0(int64_t n, const void* w, const void* a);  // a: Q8_0
+void dequantize_row_q4_1(const void* src, float* dst, int64_t n);
+void quantize_row_q4_1(const float* src, void* dst, int64_t n);
+float vec_dot_q4_1(int64_t n, const void* w, const void* a);  // a: Q8_1
+void dequantize_row_q5_0(const void* src, float* dst, int64_t n);
+void quantize_row_q5_0(const float* src, void* dst, int64_t n);
+float vec_dot_q5_0(int64_t n, const void* w, const void* a);  // a: Q8_0
+void dequantize_row_q5_1(const void* src, float* dst, int64_t n);
+void quantize_row_q5_1(const float* src, void* dst, int64_t n);
+float vec_dot_q5_1(int64_t n, const void* w, const void* a);  // a: Q8_1
+void dequantize_row_q8_0(const void* src, float* dst, int64_t n);
+void quantize_row_q8_0(const float* src, void* dst, int64_t n);
+float vec_dot_q8_0(int64_t n, const void* w, const void* a);  // a: Q8_0
+void dequantize_row_q8_1(const void* src, float* dst, int64_t n);
+void quantize_row_q8_1(const float* src, void* dst, int64_t n);  // activation format
+
+// ---- k-quants, 256-element super-blocks (k_quants.cpp, k_quants_dot.cpp)
+void dequantize_row_q2_k(const void* src, float* dst, int64_t n);
+void quantize_row_q2_k(const float* src, void* dst, int64_t n);
+float vec_dot_q2_k(int64_t n, const void* w, const void* a);  // a: Q8_K
+void dequantize_row_q3_k(const void* src, float* dst, int64_t n);
+void quantize_row_q3_k(const float* src, void* dst, int64_t n);
+float vec_dot_q3_k(int64_t n, const void* w, const void* a);  // a: Q8_K
+void dequantize_row_q4_k(const void* src, float* dst, int64_t n);
+void quantize_row_q4_k(const float* src, void* dst, int64_t n);
+float vec_dot_q4_k(int64_t n, const void* w, const void* a);  // a: Q8_K
+void dequantize_row_q5_k(const void* src, float* dst, int64_t n);
+void quantize_row_q5_k(const float* src, void* dst, int64_t n);
+float vec_dot_q5_k(int64_t n, const void* w, const void* a);  // a: Q8_K
+void dequantize_row_q6_k(const void* src, float* dst, int64_t n);
+void quantize_row_q6_k(const float* src, void* dst, int64_t n);
+float vec_dot_q6_k(int64_t n, const void* w, const void* a);  // a: Q8_K
+void dequantize_row_q8_k(const void* src, float* dst, int64_t n);
+void quantize_row_q8_k(const float* src, void* dst, int64_t n);  // activation format
+
+}  // namespace runnel::ref

@@ -1,0 +1,63 @@
+// runnel: the command-line front end. Dispatches to native/cli and turns every error
+// into one line on stderr and exit status 1.
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "native/cli/args.h"
+#include "native/cli/commands.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: runnel COMMAND [options]\n"
+    "\n"
+    "commands:\n"
+    "  run       generate text from a prompt (runnel run -m FILE -p TEXT)\n"
+    "  inspect   print a GGUF file's metadata and tensors (runnel inspect FILE)\n"
+    "  tokenize  print the tokens of a text (runnel tokenize -m FILE -p TEXT)\n"
+    "\n"
+    "`runnel COMMAND --help` describes a command's options.\n"
+    "RUNNEL_ISA=ref|avx2|... forces the kernel set.\n";
+
+// Messages must stay on one line whatever produced them.
+std::string one_line(std::string s) {
+  for (char& c : s) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return s;
+}
+
+int dispatch(const std::string& command, const std::vector<std::string>& args) {
+  if (command == "run") return runnel::cli::run_command(args);
+  if (command == "inspect") return runnel::cli::inspect_command(args);
+  if (command == "tokenize") return runnel::cli::tokenize_command(args);
+  throw runnel::cli::UsageError("unknown command '" + command + "' (try runnel --help)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return 1;
+  }
+  const std::string command = argv[1];
+  if (command == "-h" || command == "--help" || command == "help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  try {
+    return dispatch(command, args);
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "runnel: error: %s\n", one_line(e.what()).c_str());
+    return 1;
+  } catch (...) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "runnel: error: unexpected failure\n");
+    return 1;
+  }
+}

@@ -1,0 +1,110 @@
+#include "native/mmap_store.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <limits>
+
+namespace runnel {
+namespace {
+
+// Closes the descriptor on every path out of map_file.
+class FdCloser {
+ public:
+  explicit FdCloser(int fd) : fd_(fd) {}
+  ~FdCloser() { ::close(fd_); }
+  FdCloser(const FdCloser&) = delete;
+  FdCloser& operator=(const FdCloser&) = delete;
+
+ private:
+  int fd_;
+};
+
+[[noreturn]] void os_error(const std::string& what, const std::string& path, int err) {
+  throw GgufError(what + " " + path + ": " + std::strerror(err));
+}
+
+}  // namespace
+
+int layer_of_tensor(std::string_view name) {
+  constexpr std::string_view kPrefix = "blk.";
+  if (name.substr(0, kPrefix.size()) != kPrefix) return -1;
+  int layer = 0;
+  size_t i = kPrefix.size();
+  for (; i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i) {
+    if (layer > (std::numeric_limits<int>::max() - 9) / 10) return -1;
+    layer = layer * 10 + (name[i] - '0');
+  }
+  if (i == kPrefix.size() || i >= name.size() || name[i] != '.') return -1;
+  return layer;
+}
+
+std::unique_ptr<MmapStore> MmapStore::open(const std::string& path) {
+  // Built before any mapping so that the destructor unmaps on every error path.
+  std::unique_ptr<MmapStore> store(new MmapStore());
+  std::vector<GgufFile> files;
+  for (const std::string& part : split_paths(path)) {
+    store->map_file(part);
+    files.push_back(GgufFile::parse(store->mapped_bytes(store->maps_.size() - 1), part));
+  }
+  store->model_ = GgufModel::join(std::move(files));
+  store->index_layers();
+  return store;
+}
+
+void MmapStore::map_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) os_error("cannot open", path, errno);
+  FdCloser closer(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) os_error("cannot stat", path, errno);
+  if (S_ISDIR(st.st_mode)) throw GgufError(path + ": is a directory, not a GGUF file");
+  if (!S_ISREG(st.st_mode)) throw GgufError(path + ": not a regular file");
+  if (st.st_size == 0) throw GgufError(path + ": empty file (0 bytes), not a GGUF file");
+  const size_t n_bytes = static_cast<size_t>(st.st_size);
+  void* addr = ::mmap(nullptr, n_bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (addr == MAP_FAILED) os_error("cannot mmap", path, errno);
+  maps_.push_back(Mapping{addr, n_bytes});
+}
+
+MmapStore::~MmapStore() {
+  for (const Mapping& m : maps_) ::munmap(m.addr, m.n_bytes);
+}
+
+std::span<const uint8_t> MmapStore::mapped_bytes(size_t file_index) const {
+  const Mapping& m = maps_.at(file_index);
+  return {static_cast<const uint8_t*>(m.addr), m.n_bytes};
+}
+
+std::span<const uint8_t> MmapStore::tensor_bytes(const GgufTensorInfo& tensor) {
+  // The parser checked [data_offset + offset, + n_bytes) against this file's size.
+  const GgufFile& file = model_.files.at(tensor.file_index);
+  return mapped_bytes(tensor.file_index)
+      .subspan(file.data_offset() + tensor.offset, tensor.n_bytes);
+}
+
+void MmapStore::index_layers() {
+  for (const GgufTensorInfo& t : model_.tensors) {
+    const uint64_t start = model_.files[t.file_index].data_offset() + t.offset;
+    layer_ranges_[layer_of_tensor(t.name)].push_back(Range{t.file_index, start, t.n_bytes});
+  }
+}
+
+void MmapStore::prefetch(int layer) {
+  auto it = layer_ranges_.find(layer);
+  if (it == layer_ranges_.end()) return;
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  for (const Range& r : it->second) {
+    // madvise wants a page-aligned start; widen the range down to the page.
+    const uint64_t begin = r.start / page * page;
+    auto* base = static_cast<uint8_t*>(maps_[r.file_index].addr);
+    // A hint only: failure changes nothing about correctness.
+    (void)::madvise(base + begin, r.start + r.n_bytes - begin, MADV_WILLNEED);
+  }
+}
+
+}  // namespace runnel

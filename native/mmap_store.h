@@ -1,0 +1,63 @@
+// MmapStore: the native WeightStore. Every file of the model (split parts found by
+// name, see split_paths) is mapped read-only and private; headers are parsed over the
+// mapping and tensor_bytes() returns spans straight into it, so the page cache is
+// the only copy of the weights.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/runtime/weight_store.h"
+
+namespace runnel {
+
+class MmapStore : public WeightStore {
+ public:
+  // Opens `path` (the first part of a split model brings in the others). Throws
+  // GgufError naming the path: missing / unreadable files, directories, empty
+  // files, non-GGUF files, and everything GgufFile::parse / GgufModel::join refuse.
+  static std::unique_ptr<MmapStore> open(const std::string& path);
+
+  ~MmapStore() override;
+  MmapStore(const MmapStore&) = delete;
+  MmapStore& operator=(const MmapStore&) = delete;
+
+  const GgufModel& model() const override { return model_; }
+  std::span<const uint8_t> tensor_bytes(const GgufTensorInfo& tensor) override;
+
+  // Asks the kernel to read layer `layer`'s tensors ahead (MADV_WILLNEED);
+  // layer -1 means the tensors outside blk.N.
+  void prefetch(int layer) override;
+
+  // The whole mapping of file `file_index` of the model (diagnostics and tests).
+  std::span<const uint8_t> mapped_bytes(size_t file_index) const;
+
+ private:
+  struct Mapping {
+    void* addr = nullptr;
+    size_t n_bytes = 0;
+  };
+  struct Range {
+    uint32_t file_index;
+    uint64_t start;  // absolute offset in the file
+    uint64_t n_bytes;
+  };
+
+  MmapStore() = default;
+  void map_file(const std::string& path);
+  void index_layers();
+
+  std::vector<Mapping> maps_;  // one per file, in model order
+  GgufModel model_;
+  std::map<int, std::vector<Range>> layer_ranges_;
+};
+
+// The layer index of a tensor named "blk.N.*", or -1.
+int layer_of_tensor(std::string_view name);
+
+}  // namespace runnel

@@ -1,0 +1,115 @@
+// ModelConfig: hyper-parameters from metadata, and refusals that name the problem.
+#include "core/model/config.h"
+
+#include <catch2/catch.hpp>
+
+#include "core/gguf/gguf_writer.h"
+#include "core/runtime/engine.h"
+#include "tests/core/model/tiny_model.h"
+
+namespace runnel {
+namespace {
+
+ModelConfig config_of(const test::TinySpec& spec) {
+  const test::TinyModel m = test::build_tiny_model(spec);
+  return ModelConfig::from_model(m.store()->model());
+}
+
+std::string load_error(const test::TinySpec& spec) {
+  const test::TinyModel m = test::build_tiny_model(spec);
+  try {
+    Engine::load(m.store());
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(loaded)";
+}
+
+}  // namespace
+
+TEST_CASE("config reads the llama hyper-parameters", "[model]") {
+  test::TinySpec spec;
+  spec.n_head_kv = 1;
+  spec.rope_base = 500000.0f;
+  spec.tied = false;
+  const ModelConfig c = config_of(spec);
+  CHECK(c.arch == Arch::Llama);
+  CHECK(c.arch_name == "llama");
+  CHECK(c.n_layer == 2);
+  CHECK(c.n_embd == 64);
+  CHECK(c.n_ff == 96);
+  CHECK(c.n_head == 4);
+  CHECK(c.n_head_kv == 1);
+  CHECK(c.head_dim == 16);
+  CHECK(c.head_dim_v == 16);
+  CHECK(c.n_rot == 16);
+  CHECK(c.n_vocab == 40);
+  CHECK(c.n_ctx_train == 64);
+  CHECK(c.rope_freq_base == 500000.0f);
+  CHECK(c.rms_eps == 1e-5f);
+  CHECK(c.rope_type == RopeType::Normal);
+  CHECK_FALSE(c.has_qkv_bias);
+  CHECK_FALSE(c.tied_output);
+  CHECK_FALSE(c.has_rope_freqs);
+  CHECK(c.q_dim() == 64);
+  CHECK(c.kv_dim() == 16);
+}
+
+TEST_CASE("config: qwen2 has biases and neox rope; rope_freqs and tied output are seen",
+          "[model]") {
+  test::TinySpec spec;
+  spec.arch = "qwen2";
+  spec.rope_freqs = true;
+  const ModelConfig c = config_of(spec);
+  CHECK(c.arch == Arch::Qwen2);
+  CHECK(c.rope_type == RopeType::Neox);
+  CHECK(c.has_qkv_bias);
+  CHECK(c.has_rope_freqs);
+  CHECK(c.tied_output);
+}
+
+TEST_CASE("an unknown architecture is refused by name", "[model]") {
+  test::TinySpec spec;
+  spec.arch = "foo";
+  CHECK(load_error(spec) == "unsupported architecture 'foo' (supported: llama, qwen2)");
+}
+
+TEST_CASE("a tensor with the wrong dims is refused with expected and actual dims", "[model]") {
+  test::TinySpec spec;
+  spec.reshape_tensor = "blk.1.attn_k.weight";
+  spec.reshape_dims = {64, 48};
+  CHECK(load_error(spec) == "tensor blk.1.attn_k.weight: expected dims [64, 32], got [64, 48]");
+}
+
+TEST_CASE("a missing tensor is refused by name", "[model]") {
+  test::TinySpec spec;
+  spec.omit_tensor = "blk.0.ffn_up.weight";
+  CHECK(load_error(spec) == "missing tensor 'blk.0.ffn_up.weight' (a llama model needs it)");
+  spec.omit_tensor = "";
+  spec.arch = "qwen2";
+  spec.omit_tensor = "blk.1.attn_v.bias";
+  CHECK(load_error(spec) == "missing tensor 'blk.1.attn_v.bias' (a qwen2 model needs it)");
+}
+
+TEST_CASE("a vocabulary-only file is refused as such", "[model]") {
+  GgufWriter w;
+  w.set_string("general.architecture", "llama");
+  w.set_u32("llama.block_count", 2);
+  const std::vector<uint8_t> bytes = w.bytes();
+  std::vector<GgufFile> files;
+  files.push_back(GgufFile::parse(bytes, "vocab.gguf"));
+  const GgufModel model = GgufModel::join(std::move(files));
+  CHECK_THROWS_WITH(ModelConfig::from_model(model),
+                    "the file has no tensors (a vocabulary-only GGUF?): running needs the "
+                    "model's weights");
+}
+
+TEST_CASE("a wrong-length rope_freqs is refused", "[model]") {
+  test::TinySpec spec;
+  spec.rope_freqs = true;
+  spec.reshape_tensor = "rope_freqs.weight";
+  spec.reshape_dims = {16};
+  CHECK(load_error(spec) == "tensor rope_freqs.weight: expected dims [8], got [16]");
+}
+
+}  // namespace runnel

@@ -1,0 +1,149 @@
+// The llama-family forward pass against the float reference in tiny_model.cpp.
+#include <catch2/catch.hpp>
+
+#include "core/runtime/engine.h"
+#include "tests/core/model/tiny_model.h"
+
+namespace runnel {
+namespace {
+
+using test::TinySpec;
+
+const std::vector<int32_t> kTokens = {1, 7, 22, 3, 39, 15, 15, 8, 30};
+
+std::unique_ptr<Engine> load_tiny(const test::TinyModel& m, int n_batch = 64,
+                                  std::shared_ptr<Parallel> par = nullptr) {
+  EngineOptions o;
+  o.n_ctx = 32;
+  o.n_batch = n_batch;
+  o.all_logits = true;
+  o.parallel = std::move(par);
+  return Engine::load(m.store(), o);
+}
+
+// Prefill of all tokens at once, every position's logits.
+std::vector<float> prefill_logits(const test::TinyModel& m, int n_batch = 64,
+                                  std::shared_ptr<Parallel> par = nullptr) {
+  std::unique_ptr<Engine> e = load_tiny(m, n_batch, std::move(par));
+  return e->new_session()->eval_all(kTokens);
+}
+
+// One token per eval (the decode path), each position's logits.
+std::vector<float> decode_logits(const test::TinyModel& m) {
+  std::unique_ptr<Engine> e = load_tiny(m);
+  std::unique_ptr<Session> s = e->new_session();
+  std::vector<float> all;
+  for (int32_t t : kTokens) {
+    const std::span<float> logits = s->eval(std::span<const int32_t>(&t, 1));
+    all.insert(all.end(), logits.begin(), logits.end());
+  }
+  return all;
+}
+
+// Runs tasks in reverse order and claims several threads: exposes any dependence of
+// the results on how work is split or scheduled.
+class ReverseParallel : public Parallel {
+ public:
+  explicit ReverseParallel(int n) : n_(n) {}
+  int n_threads() const override { return n_; }
+  void run(int n_tasks, const std::function<void(int)>& fn) override {
+    max_tasks = std::max(max_tasks, n_tasks);
+    for (int t = n_tasks - 1; t >= 0; --t) fn(t);
+  }
+  int max_tasks = 0;
+
+ private:
+  int n_;
+};
+
+// The reference mirrors the f16 cache, so only float summation order separates the two
+// (measured ~1e-7); 1e-4 leaves room for SIMD kernels and still catches any real slip.
+void check_against_reference(const TinySpec& spec, double tolerance = 1e-4) {
+  const test::TinyModel m = test::build_tiny_model(spec);
+  const std::vector<float> ref = test::reference_logits(m, kTokens);
+  const std::vector<float> prefill = prefill_logits(m);
+  REQUIRE(prefill.size() == kTokens.size() * spec.n_vocab);
+  CHECK(test::max_relative_error(prefill, ref) < tolerance);
+  const std::vector<float> decode = decode_logits(m);
+  // Same operations in the same order for each token: prefill and decode agree closely.
+  CHECK(test::max_relative_error(decode, prefill) < 1e-5);
+}
+
+}  // namespace
+
+TEST_CASE("llama forward matches the float reference (GQA, tied output)", "[model]") {
+  TinySpec spec;  // 4 query heads over 2 kv heads
+  check_against_reference(spec);
+}
+
+TEST_CASE("llama forward with one kv head and with full multi-head attention", "[model]") {
+  TinySpec spec;
+  SECTION("n_head_kv 1") {
+    spec.n_head_kv = 1;
+  }
+  SECTION("n_head_kv = n_head") {
+    spec.n_head_kv = spec.n_head;
+  }
+  check_against_reference(spec);
+}
+
+TEST_CASE("llama forward with an untied output matrix", "[model]") {
+  TinySpec spec;
+  spec.tied = false;
+  spec.seed = 7;
+  check_against_reference(spec);
+}
+
+TEST_CASE("qwen2 forward: q/k/v biases and neox rope", "[model]") {
+  TinySpec spec;
+  spec.arch = "qwen2";
+  spec.seed = 3;
+  check_against_reference(spec);
+}
+
+TEST_CASE("llama3-style rope_freqs and partial rotary dims", "[model]") {
+  TinySpec spec;
+  spec.rope_freqs = true;
+  spec.n_rot = 8;  // of a head size of 16
+  spec.seed = 11;
+  check_against_reference(spec);
+}
+
+TEST_CASE("the reference would notice a wrong rope style or missing bias", "[model]") {
+  // Guards the guard: a qwen2 model's logits differ from a llama reading of its
+  // weights by far more than the tolerance, so the checks above can fail.
+  TinySpec spec;
+  spec.arch = "qwen2";
+  const test::TinyModel qwen = test::build_tiny_model(spec);
+  test::TinyModel as_llama = qwen;
+  as_llama.spec.arch = "llama";
+  const std::vector<float> engine = prefill_logits(qwen);
+  CHECK(test::max_relative_error(engine, test::reference_logits(as_llama, kTokens)) > 1e-2);
+}
+
+TEST_CASE("quantized weights: Q8_0 matrices and a Q4_1 embedding", "[model]") {
+  TinySpec spec;
+  spec.matrix_type = GgmlType::Q8_0;
+  spec.embd_type = GgmlType::Q4_1;
+  spec.n_ff = 128;  // rows of ffn_down must be whole Q8_0 blocks
+  const test::TinyModel m = test::build_tiny_model(spec);
+  const std::vector<float> ref = test::reference_logits(m, kTokens);
+  // Activations are quantized to Q8_0 (about 0.4% per element), so the bound is looser.
+  CHECK(test::max_relative_error(prefill_logits(m), ref) < 2e-2);
+}
+
+TEST_CASE("batches split into chunks and tasks in any order give the same logits", "[model]") {
+  TinySpec spec;
+  const test::TinyModel m = test::build_tiny_model(spec);
+  const std::vector<float> whole = prefill_logits(m);
+  SECTION("batch of 4 (three chunks)") {
+    CHECK(test::max_relative_error(prefill_logits(m, 4), whole) < 1e-6);
+  }
+  SECTION("three tasks run in reverse") {
+    auto par = std::make_shared<ReverseParallel>(3);
+    CHECK(test::max_relative_error(prefill_logits(m, 64, par), whole) < 1e-6);
+    CHECK(par->max_tasks == 3 * kTasksPerThread);
+  }
+}
+
+}  // namespace runnel

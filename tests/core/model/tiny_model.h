@@ -1,0 +1,350 @@
+// A tiny synthetic llama-family model for tests: random weights written with
+// GgufWriter, a minimal SPM vocabulary, and an independent float reference forward
+// pass (straightforward loops, double accumulators) to compare the engine against.
+// Header-only: both unit_tests and native_tests (the CLI test writes it to a file) use it.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/gguf/gguf_writer.h"
+#include "core/runtime/weight_store.h"
+#include "kernels/fp16.h"
+#include "kernels/kernels.h"
+#include "kernels/types.h"
+
+namespace runnel::test {
+
+struct TinySpec {
+  std::string arch = "llama";  // "qwen2" adds q/k/v biases and neox rope
+  int n_layer = 2;
+  int n_embd = 64;
+  int n_head = 4;
+  int n_head_kv = 2;
+  int n_ff = 96;
+  int n_vocab = 40;
+  int n_ctx_train = 64;
+  int n_rot = 0;  // 0: the head size
+  float rope_base = 10000.0f;
+  float rms_eps = 1e-5f;
+  bool tied = true;                      // no output.weight
+  bool rope_freqs = false;               // llama3-style per-pair divisors
+  GgmlType matrix_type = GgmlType::F32;  // type of the 2-d weights (not token_embd)
+  GgmlType embd_type = GgmlType::F32;
+  uint32_t seed = 1;
+  // For malformed variants: a tensor to leave out, and one to write with other dims.
+  std::string omit_tensor;
+  std::string reshape_tensor;
+  std::vector<int64_t> reshape_dims;
+};
+
+struct TinyModel {
+  TinySpec spec;
+  std::vector<uint8_t> bytes;  // the GGUF file
+  // Float values of every tensor as the model holds them (after quantization), each
+  // matrix row-major [n_out][n_in] like GGUF rows.
+  std::map<std::string, std::vector<float>> weights;
+
+  // A SpanStore over `bytes` (which must outlive it).
+  std::unique_ptr<WeightStore> store() const {
+    std::vector<GgufFile> files;
+    files.push_back(GgufFile::parse(bytes, "tiny.gguf"));
+    return std::make_unique<SpanStore>(GgufModel::join(std::move(files)),
+                                       std::vector<std::span<const uint8_t>>{bytes});
+  }
+};
+
+namespace detail {
+
+// xorshift32: the same values on every platform.
+class Random {
+ public:
+  explicit Random(uint32_t seed) : state_(seed * 2654435761u + 1) {}
+  float uniform(float lo, float hi) {
+    state_ ^= state_ << 13;
+    state_ ^= state_ >> 17;
+    state_ ^= state_ << 5;
+    return lo + (hi - lo) * static_cast<float>(state_ >> 8) / 16777216.0f;
+  }
+
+ private:
+  uint32_t state_;
+};
+
+inline std::vector<std::string> tiny_vocab(int n_vocab) {
+  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+  const std::string space = "\xE2\x96\x81";  // U+2581, SPM's space
+  for (int i = 3; i < n_vocab; ++i) {
+    const int j = i - 3;
+    if (j < 26) {
+      std::string t = space;
+      t.push_back(static_cast<char>('a' + j));
+      tokens.push_back(t);
+    } else if (j < 52) {
+      tokens.push_back(std::string(1, static_cast<char>('a' + j - 26)));
+    } else {
+      tokens.push_back(std::to_string(j) + "t");
+    }
+  }
+  return tokens;
+}
+
+inline void set_tokenizer(GgufWriter& w, int n_vocab) {
+  w.set_string("tokenizer.ggml.model", "llama");
+  w.set_string_array("tokenizer.ggml.tokens", tiny_vocab(n_vocab));
+  std::vector<double> scores;
+  std::vector<int64_t> types;
+  for (int i = 0; i < n_vocab; ++i) {
+    scores.push_back(-static_cast<double>(i));
+    types.push_back(i == 0 ? 2 : i < 3 ? 3 : 1);  // unknown, control, normal
+  }
+  w.set("tokenizer.ggml.scores", GgufValue{GgufType::ARRAY, GgufType::F32, scores});
+  w.set("tokenizer.ggml.token_type", GgufValue{GgufType::ARRAY, GgufType::I32, types});
+  w.set_u32("tokenizer.ggml.bos_token_id", 1);
+  w.set_u32("tokenizer.ggml.eos_token_id", 2);
+  w.set_u32("tokenizer.ggml.unknown_token_id", 0);
+}
+
+class Builder {
+ public:
+  Builder(const TinySpec& spec, TinyModel& model, GgufWriter& w)
+      : spec_(spec), model_(model), w_(w), rng_(spec.seed) {}
+
+  // A tensor of uniform values in [lo, hi), stored as `type`; the model keeps the
+  // values the file really holds (quantized and decoded again).
+  void add(const std::string& name, std::vector<int64_t> dims, float lo, float hi,
+           GgmlType type = GgmlType::F32) {
+    if (name == spec_.omit_tensor) return;
+    if (name == spec_.reshape_tensor) dims = spec_.reshape_dims;
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    std::vector<float> values(n);
+    for (float& v : values) v = rng_.uniform(lo, hi);
+    const TypeKernels& k = kernels().of(type);
+    const int64_t rows = n / dims[0];
+    const size_t rb = row_bytes(type, dims[0]);
+    std::vector<uint8_t> data(rb * rows);
+    for (int64_t r = 0; r < rows; ++r) {
+      k.quantize_row(&values[r * dims[0]], &data[r * rb], dims[0]);
+      k.dequantize_row(&data[r * rb], &values[r * dims[0]], dims[0]);
+    }
+    w_.add_tensor(name, type, dims, data);
+    model_.weights[name] = std::move(values);
+  }
+
+  void matrix(const std::string& name, int n_in, int n_out) {
+    const float a = 1.0f / std::sqrt(static_cast<float>(n_in));
+    add(name, {n_in, n_out}, -a, a, spec_.matrix_type);
+  }
+
+ private:
+  const TinySpec& spec_;
+  TinyModel& model_;
+  GgufWriter& w_;
+  Random rng_;
+};
+
+inline int head_dim(const TinySpec& s) {
+  return s.n_embd / s.n_head;
+}
+inline int n_rot(const TinySpec& s) {
+  return s.n_rot > 0 ? s.n_rot : head_dim(s);
+}
+
+}  // namespace detail
+
+// The GGUF bytes of a tiny model for `s`, and the float values of its tensors.
+inline TinyModel build_tiny_model(const TinySpec& s) {
+  using namespace detail;
+  TinyModel m;
+  m.spec = s;
+  GgufWriter w;
+  const std::string a = s.arch;
+  w.set_string("general.architecture", a);
+  w.set_string("general.name", "tiny test model");
+  w.set_u32(a + ".context_length", s.n_ctx_train);
+  w.set_u32(a + ".embedding_length", s.n_embd);
+  w.set_u32(a + ".block_count", s.n_layer);
+  w.set_u32(a + ".feed_forward_length", s.n_ff);
+  w.set_u32(a + ".attention.head_count", s.n_head);
+  w.set_u32(a + ".attention.head_count_kv", s.n_head_kv);
+  w.set_f32(a + ".attention.layer_norm_rms_epsilon", s.rms_eps);
+  w.set_f32(a + ".rope.freq_base", s.rope_base);
+  w.set_u32(a + ".rope.dimension_count", n_rot(s));
+  set_tokenizer(w, s.n_vocab);
+
+  const int hd = head_dim(s);
+  const int q_dim = s.n_head * hd;
+  const int kv_dim = s.n_head_kv * hd;
+  Builder b(s, m, w);
+  b.add("token_embd.weight", {s.n_embd, s.n_vocab}, -1.0f, 1.0f, s.embd_type);
+  if (s.rope_freqs) b.add("rope_freqs.weight", {n_rot(s) / 2}, 1.0f, 4.0f);
+  for (int l = 0; l < s.n_layer; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    b.add(p + "attn_norm.weight", {s.n_embd}, 0.8f, 1.2f);
+    b.matrix(p + "attn_q.weight", s.n_embd, q_dim);
+    b.matrix(p + "attn_k.weight", s.n_embd, kv_dim);
+    b.matrix(p + "attn_v.weight", s.n_embd, kv_dim);
+    if (a == "qwen2") {
+      b.add(p + "attn_q.bias", {q_dim}, -0.5f, 0.5f);
+      b.add(p + "attn_k.bias", {kv_dim}, -0.5f, 0.5f);
+      b.add(p + "attn_v.bias", {kv_dim}, -0.5f, 0.5f);
+    }
+    b.matrix(p + "attn_output.weight", q_dim, s.n_embd);
+    b.add(p + "ffn_norm.weight", {s.n_embd}, 0.8f, 1.2f);
+    b.matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
+    b.matrix(p + "ffn_up.weight", s.n_embd, s.n_ff);
+    b.matrix(p + "ffn_down.weight", s.n_ff, s.n_embd);
+  }
+  b.add("output_norm.weight", {s.n_embd}, 0.8f, 1.2f);
+  if (!s.tied) b.matrix("output.weight", s.n_embd, s.n_vocab);
+  m.bytes = w.bytes();
+  return m;
+}
+
+// ---------------------------------------------------------------- reference
+
+namespace detail {
+
+using Vec = std::vector<double>;
+
+inline const std::vector<float>& weight(const TinyModel& m, const std::string& name) {
+  return m.weights.at(name);
+}
+
+inline Vec rms_norm(const Vec& x, const std::vector<float>& w, double eps) {
+  double ss = 0;
+  for (double v : x) ss += v * v;
+  const double scale = 1.0 / std::sqrt(ss / x.size() + eps);
+  Vec out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = x[i] * scale * w[i];
+  return out;
+}
+
+// W [n_out][n_in] times x [n_in].
+inline Vec matvec(const std::vector<float>& w, const Vec& x) {
+  const size_t n_in = x.size();
+  Vec out(w.size() / n_in);
+  for (size_t r = 0; r < out.size(); ++r) {
+    double sum = 0;
+    for (size_t i = 0; i < n_in; ++i) sum += w[r * n_in + i] * x[i];
+    out[r] = sum;
+  }
+  return out;
+}
+
+inline void rope(Vec& x, int n_heads, int hd, int rot, int pos, double base, bool neox,
+                 const std::vector<float>* factors) {
+  for (int h = 0; h < n_heads; ++h) {
+    double* v = &x[static_cast<size_t>(h) * hd];
+    for (int i = 0; i < rot / 2; ++i) {
+      double theta = pos * std::pow(base, -2.0 * i / rot);
+      if (factors) theta /= (*factors)[i];
+      const int a = neox ? i : 2 * i;
+      const int b = neox ? i + rot / 2 : 2 * i + 1;
+      const double x0 = v[a], x1 = v[b];
+      v[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
+      v[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
+    }
+  }
+}
+
+inline double f16_round(double v) {
+  return fp16_to_fp32(fp32_to_fp16(static_cast<float>(v)));
+}
+
+}  // namespace detail
+
+// Logits [tokens.size(), n_vocab] of every position for tokens at positions 0, 1, ...
+// K and V are rounded to f16 as the engine's cache stores them, and so are the query
+// and the probabilities that meet them in f16 dot products (as in llama.cpp).
+inline std::vector<float> reference_logits(const TinyModel& m, const std::vector<int32_t>& tokens) {
+  using namespace detail;
+  const TinySpec& s = m.spec;
+  const int hd = head_dim(s);
+  const int rot = n_rot(s);
+  const bool qwen2 = s.arch == "qwen2";
+  const int group = s.n_head / s.n_head_kv;
+  const std::vector<float>* factors = s.rope_freqs ? &weight(m, "rope_freqs.weight") : nullptr;
+  // cache[layer][pos]: the f16-rounded k and v of every position so far
+  std::vector<std::vector<Vec>> k_cache(s.n_layer), v_cache(s.n_layer);
+  std::vector<float> logits;
+
+  for (size_t pos = 0; pos < tokens.size(); ++pos) {
+    const std::vector<float>& embd = weight(m, "token_embd.weight");
+    Vec x(embd.begin() + static_cast<size_t>(tokens[pos]) * s.n_embd,
+          embd.begin() + static_cast<size_t>(tokens[pos] + 1) * s.n_embd);
+    for (int l = 0; l < s.n_layer; ++l) {
+      const std::string p = "blk." + std::to_string(l) + ".";
+      const Vec xb = rms_norm(x, weight(m, p + "attn_norm.weight"), s.rms_eps);
+      Vec q = matvec(weight(m, p + "attn_q.weight"), xb);
+      Vec k = matvec(weight(m, p + "attn_k.weight"), xb);
+      Vec v = matvec(weight(m, p + "attn_v.weight"), xb);
+      if (qwen2) {
+        for (size_t i = 0; i < q.size(); ++i) q[i] += weight(m, p + "attn_q.bias")[i];
+        for (size_t i = 0; i < k.size(); ++i) k[i] += weight(m, p + "attn_k.bias")[i];
+        for (size_t i = 0; i < v.size(); ++i) v[i] += weight(m, p + "attn_v.bias")[i];
+      }
+      rope(q, s.n_head, hd, rot, static_cast<int>(pos), s.rope_base, qwen2, factors);
+      rope(k, s.n_head_kv, hd, rot, static_cast<int>(pos), s.rope_base, qwen2, factors);
+      for (double& e : k) e = f16_round(e);
+      for (double& e : v) e = f16_round(e);
+      k_cache[l].push_back(k);
+      v_cache[l].push_back(v);
+
+      Vec attn(static_cast<size_t>(s.n_head) * hd, 0.0);
+      for (int h = 0; h < s.n_head; ++h) {
+        const int kvh = h / group;
+        Vec scores(pos + 1);
+        double max_score = -1e300;
+        for (size_t t = 0; t <= pos; ++t) {
+          double dot = 0;
+          for (int d = 0; d < hd; ++d) {
+            dot += f16_round(q[h * hd + d]) * k_cache[l][t][kvh * hd + d];
+          }
+          scores[t] = dot / std::sqrt(static_cast<double>(hd));
+          max_score = std::max(max_score, scores[t]);
+        }
+        double sum = 0;
+        for (double& sc : scores) sum += (sc = std::exp(sc - max_score));
+        for (size_t t = 0; t <= pos; ++t) {
+          for (int d = 0; d < hd; ++d) {
+            attn[h * hd + d] += f16_round(scores[t] / sum) * v_cache[l][t][kvh * hd + d];
+          }
+        }
+      }
+      const Vec o = matvec(weight(m, p + "attn_output.weight"), attn);
+      for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
+
+      const Vec xf = rms_norm(x, weight(m, p + "ffn_norm.weight"), s.rms_eps);
+      Vec g = matvec(weight(m, p + "ffn_gate.weight"), xf);
+      const Vec u = matvec(weight(m, p + "ffn_up.weight"), xf);
+      for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+      const Vec d = matvec(weight(m, p + "ffn_down.weight"), g);
+      for (size_t i = 0; i < x.size(); ++i) x[i] += d[i];
+    }
+    const Vec xn = rms_norm(x, weight(m, "output_norm.weight"), s.rms_eps);
+    const Vec out = matvec(weight(m, s.tied ? "token_embd.weight" : "output.weight"), xn);
+    logits.insert(logits.end(), out.begin(), out.end());
+  }
+  return logits;
+}
+
+// max |a - b| / max |b|: the error relative to the reference's scale.
+inline double max_relative_error(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size() || b.empty()) return INFINITY;
+  double max_diff = 0, max_ref = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    max_diff = std::max(max_diff, std::fabs(static_cast<double>(a[i]) - b[i]));
+    max_ref = std::max(max_ref, std::fabs(static_cast<double>(b[i])));
+  }
+  return max_ref > 0 ? max_diff / max_ref : max_diff;
+}
+
+}  // namespace runnel::test
