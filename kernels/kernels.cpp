@@ -8,6 +8,11 @@
 #include "kernels/ops.h"
 #include "kernels/ref/ref.h"
 
+#if defined(__x86_64__) && !defined(__EMSCRIPTEN__)
+#include "kernels/x86/x86.h"
+#define RUNNEL_HAVE_X86_KERNELS 1
+#endif
+
 namespace runnel {
 namespace {
 
@@ -89,12 +94,33 @@ const FloatOps& float_ops() {
   return ops != nullptr ? *ops : ref_float_ops();
 }
 
+namespace {
+
+// Returns the table and ops of `isa` ("" = the best this CPU runs), or nulls when that
+// ISA is unknown here or the CPU lacks it.
+struct Selection {
+  const KernelTable* table = nullptr;
+  const FloatOps* ops = nullptr;
+};
+
+Selection find_isa(std::string_view isa) {
+  if (isa == "ref") return {&ref_kernels(), &ref_float_ops()};
+#if defined(RUNNEL_HAVE_X86_KERNELS)
+  if (isa.empty() || isa == "avx2") {
+    if (const KernelTable* t = avx2_kernels()) return {t, avx2_float_ops()};
+  }
+#endif
+  if (isa.empty()) return {&ref_kernels(), &ref_float_ops()};
+  return {};
+}
+
+}  // namespace
+
 bool select_kernels(std::string_view isa) {
-  // Only the reference set exists today; "" (automatic) therefore also picks it. Per-ISA
-  // sets (avx2, avx512, neon, simd128) plug in here, after a CPU-feature check.
-  if (!isa.empty() && isa != "ref") return false;
-  g_selected_float_ops.store(&ref_float_ops(), std::memory_order_release);
-  g_selected_table.store(&ref_kernels(), std::memory_order_release);
+  const Selection s = find_isa(isa);
+  if (s.table == nullptr || s.ops == nullptr) return false;
+  g_selected_float_ops.store(s.ops, std::memory_order_release);
+  g_selected_table.store(s.table, std::memory_order_release);
   return true;
 }
 

@@ -11,6 +11,7 @@
 #include <iterator>
 
 #include "core/runtime/engine.h"
+#include "kernels/kernels.h"
 #include "native/mmap_store.h"
 #include "tests/core/model/tiny_model.h"
 
@@ -181,7 +182,9 @@ TEST_CASE("run streams greedy text, prints figures and dumps the first logits", 
   CHECK(r.err.find("prompt: 4 tokens") != std::string::npos);  // <s> + 3 letters
   CHECK(r.err.find("tok/s") != std::string::npos);
 
-  // The same in-process: greedy tokens and the logits after the prompt.
+  // The same in-process, with the kernels the CLI picks (RUNNEL_ISA unset: automatic):
+  // greedy tokens and the logits after the prompt.
+  REQUIRE(select_kernels(""));
   std::unique_ptr<Engine> e = Engine::load(MmapStore::open(model));
   const std::vector<TokenId> prompt = e->tokenizer().encode("a b c", true, false);
   std::unique_ptr<Session> s = e->new_session();
@@ -197,6 +200,7 @@ TEST_CASE("run streams greedy text, prints figures and dumps the first logits", 
     text += piece;
     return true;
   });
+  select_kernels("ref");
   CHECK(r.out == "a b c" + text + "\n");
 
   const std::string bytes = read_all(dump);

@@ -1,0 +1,63 @@
+// Builds the x86 kernel tables from the reference tables plus the per-ISA entries, and
+// checks the CPU. Compiled for baseline x86-64 (no -mavx2): everything here must run on
+// any x86-64 CPU, since it decides whether the AVX2 code may run at all.
+#include "kernels/x86/avx2.h"
+#include "kernels/x86/x86.h"
+
+namespace runnel {
+namespace {
+
+KernelTable build_avx2_table() {
+  KernelTable t = ref_kernels();  // types not sped up keep their reference entries
+  t.isa = "avx2";
+  auto dot = [&t](GgmlType type, float (*fn)(int64_t, const void*, const void*)) {
+    t.types[static_cast<uint32_t>(type)].vec_dot = fn;
+  };
+  auto quant = [&t](GgmlType type, void (*fn)(const float*, void*, int64_t)) {
+    t.types[static_cast<uint32_t>(type)].quantize_row = fn;
+  };
+  using G = GgmlType;
+  dot(G::F32, avx2::vec_dot_f32);
+  dot(G::F16, avx2::vec_dot_f16);
+  dot(G::Q4_0, avx2::vec_dot_q4_0);
+  dot(G::Q4_1, avx2::vec_dot_q4_1);
+  dot(G::Q5_0, avx2::vec_dot_q5_0);
+  dot(G::Q5_1, avx2::vec_dot_q5_1);
+  dot(G::Q8_0, avx2::vec_dot_q8_0);
+  dot(G::Q4_K, avx2::vec_dot_q4_k);
+  dot(G::Q6_K, avx2::vec_dot_q6_k);
+  // Activation quantizers (Q8_0 is also a weight type; its quantizer is exact either way).
+  quant(G::Q8_0, avx2::quantize_row_q8_0);
+  quant(G::Q8_1, avx2::quantize_row_q8_1);
+  quant(G::Q8_K, avx2::quantize_row_q8_k);
+  return t;
+}
+
+FloatOps build_avx2_float_ops() {
+  FloatOps ops = ref_float_ops();
+  ops.isa = "avx2";
+  return ops;
+}
+
+}  // namespace
+
+bool cpu_has_avx2() {
+  // __builtin_cpu_supports checks CPUID and that the OS saves the YMM registers.
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                          __builtin_cpu_supports("f16c");
+  return has;
+}
+
+const KernelTable* avx2_kernels() {
+  if (!cpu_has_avx2()) return nullptr;
+  static const KernelTable table = build_avx2_table();
+  return &table;
+}
+
+const FloatOps* avx2_float_ops() {
+  if (!cpu_has_avx2()) return nullptr;
+  static const FloatOps ops = build_avx2_float_ops();
+  return &ops;
+}
+
+}  // namespace runnel
