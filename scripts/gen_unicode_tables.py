@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""Writes core/tokenizer/unicode_data.cpp: the Unicode tables the tokenizers need.
+
+Reads the Unicode Character Database that Debian's `unicode-data` package installs
+(/usr/share/unicode): UnicodeData.txt (general category, canonical decomposition,
+canonical combining class, simple lowercase mapping) and PropList.txt (White_Space).
+Python standard library only; the output is deterministic for a given database.
+
+Usage: python3 scripts/gen_unicode_tables.py [--ucd DIR] [--out FILE]
+"""
+import argparse
+import os
+import re
+import sys
+
+MAX_CODEPOINT = 0x10FFFF
+
+# Must match the order of runnel::GeneralCategory in core/tokenizer/unicode_data.h.
+CATEGORIES = [
+    "Cn", "Cc", "Cf", "Co", "Cs",
+    "Ll", "Lm", "Lo", "Lt", "Lu",
+    "Mc", "Me", "Mn",
+    "Nd", "Nl", "No",
+    "Pc", "Pd", "Pe", "Pf", "Pi", "Po", "Ps",
+    "Sc", "Sk", "Sm", "So",
+    "Zl", "Zp", "Zs",
+]
+
+
+def read_unicode_data(path):
+    """Yields (codepoint, fields) for every assigned code point, expanding the
+    <..., First>/<..., Last> range pairs."""
+    first = None
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            fields = line.rstrip("\n").split(";")
+            if len(fields) != 15:
+                raise ValueError(f"{path}: expected 15 fields, got {len(fields)}: {line!r}")
+            cpt = int(fields[0], 16)
+            name = fields[1]
+            if name.endswith(", First>"):
+                first = cpt
+                continue
+            if name.endswith(", Last>"):
+                if first is None:
+                    raise ValueError(f"{path}: range end without start at {cpt:04X}")
+                for c in range(first, cpt + 1):
+                    yield c, fields
+                first = None
+                continue
+            yield cpt, fields
+
+
+def read_white_space(path):
+    result = []
+    pattern = re.compile(r"^([0-9A-F]+)(?:\.\.([0-9A-F]+))?\s*;\s*White_Space\b")
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            m = pattern.match(line)
+            if m:
+                lo = int(m.group(1), 16)
+                hi = int(m.group(2), 16) if m.group(2) else lo
+                result.extend(range(lo, hi + 1))
+    if not result:
+        raise ValueError(f"{path}: no White_Space entries found")
+    return sorted(result)
+
+
+def unicode_version(ucd_dir):
+    try:
+        with open(os.path.join(ucd_dir, "ReadMe.txt"), encoding="utf-8") as f:
+            m = re.search(r"Version (\d+\.\d+\.\d+)", f.read())
+            return m.group(1) if m else "unknown"
+    except OSError:
+        return "unknown"
+
+
+def build_tables(ucd_dir):
+    category = {}
+    ccc = {}
+    lower = {}
+    decomposition = {}
+    for cpt, fields in read_unicode_data(os.path.join(ucd_dir, "UnicodeData.txt")):
+        gc = fields[2]
+        if gc not in CATEGORIES:
+            raise ValueError(f"unknown general category {gc} at U+{cpt:04X}")
+        category[cpt] = gc
+        if int(fields[3]):
+            ccc[cpt] = int(fields[3])
+        decomp = fields[5]
+        if decomp and not decomp.startswith("<"):  # canonical only; <tag> = compatibility
+            decomposition[cpt] = [int(x, 16) for x in decomp.split()]
+        if fields[13]:
+            lower[cpt] = int(fields[13], 16)
+
+    def expand(cpt):
+        if cpt not in decomposition:
+            return [cpt]
+        out = []
+        for c in decomposition[cpt]:
+            out.extend(expand(c))
+        return out
+
+    nfd = {cpt: expand(cpt) for cpt in sorted(decomposition)}
+
+    # Category ranges: (first, category) where the range lasts until the next first.
+    ranges = []
+    prev = None
+    for cpt in range(MAX_CODEPOINT + 1):
+        gc = category.get(cpt, "Cn")
+        if gc != prev:
+            ranges.append((cpt, gc))
+            prev = gc
+
+    # Combining classes as (first, last, ccc) runs.
+    ccc_ranges = []
+    for cpt in sorted(ccc):
+        if ccc_ranges and ccc_ranges[-1][1] == cpt - 1 and ccc_ranges[-1][2] == ccc[cpt]:
+            ccc_ranges[-1] = (ccc_ranges[-1][0], cpt, ccc[cpt])
+        else:
+            ccc_ranges.append((cpt, cpt, ccc[cpt]))
+
+    return ranges, sorted(lower.items()), nfd, ccc_ranges
+
+
+def emit_rows(items, per_line, indent="    "):
+    lines = []
+    for i in range(0, len(items), per_line):
+        lines.append(indent + " ".join(items[i:i + per_line]))
+    return "\n".join(lines)
+
+
+def generate(ucd_dir):
+    ranges, lower, nfd, ccc_ranges = build_tables(ucd_dir)
+    white = read_white_space(os.path.join(ucd_dir, "PropList.txt"))
+    version = unicode_version(ucd_dir)
+
+    nfd_data = []
+    nfd_entries = []
+    for cpt, seq in nfd.items():
+        if len(seq) > 255:
+            raise ValueError(f"decomposition of U+{cpt:04X} too long")
+        nfd_entries.append(f"{{0x{cpt:05X}, {len(nfd_data)}, {len(seq)}}},")
+        nfd_data.extend(seq)
+    if len(nfd_data) > 0xFFFF:
+        raise ValueError("decomposition data exceeds a u16 offset")
+
+    out = []
+    out.append("// generated by scripts/gen_unicode_tables.py — do not edit")
+    out.append(f"// Source: the Unicode Character Database {version} "
+               "(UnicodeData.txt, PropList.txt).")
+    out.append('#include "core/tokenizer/unicode_data.h"')
+    out.append("")
+    out.append("namespace runnel::unicode_data {")
+    out.append("")
+    out.append("using enum GeneralCategory;")
+    out.append("")
+    out.append("// General category of every code point, as runs: {first, category}; a run")
+    out.append("// lasts until the next run's first code point.")
+    out.append("const CategoryRange kCategoryRanges[] = {")
+    out.append(emit_rows([f"{{0x{c:05X}, {gc}}}," for c, gc in ranges], 6, "  "))
+    out.append("};")
+    out.append("")
+    out.append("// White_Space (PropList.txt), sorted.")
+    out.append("const uint32_t kWhiteSpace[] = {")
+    out.append(emit_rows([f"0x{c:04X}," for c in white], 10, "  "))
+    out.append("};")
+    out.append("")
+    out.append("// Simple lowercase mappings (UnicodeData field 13), sorted by code point.")
+    out.append("const CaseMapping kLowercase[] = {")
+    out.append(emit_rows([f"{{0x{a:05X}, 0x{b:05X}}}," for a, b in lower], 4, "  "))
+    out.append("};")
+    out.append("")
+    out.append("// Canonical decompositions, recursively expanded: {code point, offset into")
+    out.append("// kDecompositionData, length}, sorted by code point. Hangul syllables are")
+    out.append("// decomposed algorithmically and are not listed.")
+    out.append("const Decomposition kDecompositions[] = {")
+    out.append(emit_rows(nfd_entries, 4, "  "))
+    out.append("};")
+    out.append("")
+    out.append("const uint32_t kDecompositionData[] = {")
+    out.append(emit_rows([f"0x{c:05X}," for c in nfd_data], 10, "  "))
+    out.append("};")
+    out.append("")
+    out.append("// Non-zero canonical combining classes as runs {first, last, class}.")
+    out.append("const CombiningClassRange kCombiningClasses[] = {")
+    out.append(emit_rows([f"{{0x{a:05X}, 0x{b:05X}, {c}}}," for a, b, c in ccc_ranges], 3, "  "))
+    out.append("};")
+    out.append("")
+    for name, array in (("kCategoryRangeCount", "kCategoryRanges"),
+                        ("kWhiteSpaceCount", "kWhiteSpace"),
+                        ("kLowercaseCount", "kLowercase"),
+                        ("kDecompositionCount", "kDecompositions"),
+                        ("kDecompositionDataCount", "kDecompositionData"),
+                        ("kCombiningClassCount", "kCombiningClasses")):
+        out.append(f"const size_t {name} = sizeof({array}) / sizeof({array}[0]);")
+    out.append("")
+    out.append("}  // namespace runnel::unicode_data")
+    out.append("")
+    counts = {
+        "kCategoryRangeCount": len(ranges),
+        "kWhiteSpaceCount": len(white),
+        "kLowercaseCount": len(lower),
+        "kDecompositionCount": len(nfd_entries),
+        "kDecompositionDataCount": len(nfd_data),
+        "kCombiningClassCount": len(ccc_ranges),
+    }
+    return "\n".join(out), counts
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ucd", default="/usr/share/unicode",
+                        help="folder holding UnicodeData.txt and PropList.txt")
+    parser.add_argument("--out", default=os.path.join(here, "..", "core", "tokenizer",
+                                                      "unicode_data.cpp"))
+    args = parser.parse_args()
+    text, counts = generate(args.ucd)
+    with open(args.out, "w", encoding="utf-8") as f:
+        f.write(text)
+    for name, n in counts.items():
+        print(f"{name} = {n}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
