@@ -13,7 +13,9 @@ die() { echo "setup: $*" >&2; exit 1; }
 
 readonly kDebianPackages=(
   cmake ninja-build g++ emscripten catch2 nlohmann-json3-dev libcpp-httplib-dev
-  unicode-data libclang-rt-14-dev python3-pip
+  unicode-data libclang-rt-14-dev python3-pip ccache
+  g++-aarch64-linux-gnu qemu-user  # NEON kernels, cross-built and run under qemu
+  chromium wrk                     # the demo page in headless Chromium; the server load test
 )
 
 as_root() {

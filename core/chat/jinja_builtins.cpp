@@ -1,0 +1,635 @@
+#include "core/chat/jinja_builtins.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <string_view>
+
+namespace runnel::jinja {
+namespace {
+
+constexpr std::string_view kFilters[] = {
+    "trim", "tojson", "length", "count", "upper", "lower", "capitalize", "title", "replace", "first",
+    "last", "join", "default", "d", "string", "int", "float", "list", "items", "selectattr",
+    "rejectattr", "select", "reject", "map", "safe", "escape", "e", "abs", "unique", "reverse",
+    "dictsort", "sort", "indent", "round", "sum", "min", "max", "keys", "values"};
+constexpr std::string_view kTests[] = {
+    "defined", "undefined", "none", "string", "number", "integer", "float", "boolean", "mapping",
+    "iterable", "sequence", "callable", "true", "false", "equalto", "eq", "ne", "odd", "even",
+    "divisibleby", "lower", "upper", "in", "sameas", "gt", "lt", "ge", "le"};
+
+[[noreturn]] void fail(int line, const std::string& what) {
+  throw JinjaError("chat template: " + what + (line > 0 ? " at line " + std::to_string(line) : ""));
+}
+
+bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+std::string strip(const std::string& s, const Value* chars, bool left, bool right) {
+  const auto drop = [&](char c) {
+    return chars && chars->is_string() ? chars->as_string().find(c) != std::string::npos : is_ws(c);
+  };
+  size_t b = 0, e = s.size();
+  if (left) {
+    while (b < e && drop(s[b])) ++b;
+  }
+  if (right) {
+    while (e > b && drop(s[e - 1])) --e;
+  }
+  return s.substr(b, e - b);
+}
+
+std::string replace_all(const std::string& s, const std::string& from, const std::string& to, int64_t count) {
+  if (from.empty()) return s;
+  std::string out;
+  size_t i = 0;
+  int64_t done = 0;
+  while (count < 0 || done < count) {
+    const size_t j = s.find(from, i);
+    if (j == std::string::npos) break;
+    out += s.substr(i, j - i) + to;
+    i = j + from.size();
+    ++done;
+  }
+  return out + s.substr(i);
+}
+
+std::string title_case(const std::string& s) {
+  std::string out = s;
+  bool start = true;
+  for (char& c : out) {
+    if (std::isalpha(static_cast<unsigned char>(c))) {
+      c = static_cast<char>(start ? std::toupper(static_cast<unsigned char>(c))
+                                  : std::tolower(static_cast<unsigned char>(c)));
+      start = false;
+    } else {
+      start = true;
+    }
+  }
+  return out;
+}
+
+std::string map_chars(std::string s, int (*fn)(int)) {
+  for (char& c : s) c = static_cast<char>(fn(static_cast<unsigned char>(c)));
+  return s;
+}
+
+const Value* kwarg(const KwArgs& kwargs, std::string_view name) {
+  for (const auto& [k, v] : kwargs) {
+    if (k == name) return &v;
+  }
+  return nullptr;
+}
+
+const Value* arg(const std::vector<Value>& args, const KwArgs& kwargs, size_t i, std::string_view name) {
+  if (i < args.size()) return &args[i];
+  return kwarg(kwargs, name);
+}
+
+List as_items(const Value& v, int line, std::string_view what) {
+  if (v.is_list()) return v.as_list();
+  if (v.is_dict()) {
+    List keys;
+    for (const auto& [k, item] : v.as_dict().items) keys.emplace_back(k);
+    return keys;
+  }
+  if (v.is_string()) {
+    List chars;
+    for (char c : v.as_string()) chars.emplace_back(std::string(1, c));
+    return chars;
+  }
+  if (v.is_undefined() || v.is_none()) return {};
+  fail(line, std::string(what) + " needs a list, got " + std::string(v.type_name()));
+}
+
+// Attribute path "a.b" on dicts.
+Value attribute(const Value& v, const std::string& path) {
+  Value cur = v;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t dot = path.find('.', start);
+    if (dot == std::string::npos) dot = path.size();
+    const std::string key = path.substr(start, dot - start);
+    if (!cur.is_dict()) return Value();
+    const Value* next = cur.as_dict().find(key);
+    if (!next) return Value();
+    cur = *next;
+    start = dot + 1;
+  }
+  return cur;
+}
+
+int compare_values(const Value& a, const Value& b, int line) {
+  if (a.is_number() && b.is_number()) return a.as_number() < b.as_number() ? -1 : a.as_number() > b.as_number();
+  if (a.is_string() && b.is_string()) return a.as_string().compare(b.as_string());
+  fail(line, "cannot compare " + std::string(a.type_name()) + " and " + std::string(b.type_name()));
+}
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&#34;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+void check_expr(const Expr& e) {
+  if (e.kind == Expr::Kind::Filter &&
+      std::find(std::begin(kFilters), std::end(kFilters), e.name) == std::end(kFilters)) {
+    fail(e.line, "unsupported filter '" + e.name + "'");
+  }
+  if (e.kind == Expr::Kind::Test &&
+      std::find(std::begin(kTests), std::end(kTests), e.name) == std::end(kTests)) {
+    fail(e.line, "unsupported test '" + e.name + "'");
+  }
+  for (const auto& a : e.args) {
+    if (a) check_expr(*a);
+  }
+  for (const auto& [k, v] : e.kwargs) check_expr(*v);
+}
+
+}  // namespace
+
+void check_names(const Body& body) {
+  for (const Stmt& s : body) {
+    if (s.expr) check_expr(*s.expr);
+    if (s.filter) check_expr(*s.filter);
+    for (const auto& [cond, b] : s.branches) {
+      if (cond) check_expr(*cond);
+      check_names(b);
+    }
+    for (const auto& [name, def] : s.params) {
+      if (def) check_expr(*def);
+    }
+    check_names(s.body);
+    check_names(s.else_body);
+  }
+}
+
+std::string format_time(const std::string& format, int64_t unix_seconds) {
+  static constexpr const char* kMonths[] = {"January", "February", "March",     "April",   "May",      "June",
+                                            "July",    "August",   "September", "October", "November", "December"};
+  static constexpr const char* kDays[] = {"Thursday", "Friday",  "Saturday", "Sunday",
+                                          "Monday",   "Tuesday", "Wednesday"};
+  int64_t days = unix_seconds >= 0 ? unix_seconds / 86400 : -((-unix_seconds + 86399) / 86400);
+  const int64_t secs = unix_seconds - days * 86400;
+  const int weekday = static_cast<int>(((days % 7) + 7) % 7);  // 0 = Thursday (1970-01-01)
+  // Days since 1970-01-01 -> civil date (proleptic Gregorian), via 400-year eras.
+  const int64_t z = days + 719468;
+  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const int64_t doe = z - era * 146097;
+  const int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const int64_t mp = (5 * doy + 2) / 153;
+  const int day = static_cast<int>(doy - (153 * mp + 2) / 5 + 1);
+  const int month = static_cast<int>(mp < 10 ? mp + 3 : mp - 9);
+  const int64_t year = yoe + era * 400 + (month <= 2);
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  static constexpr int kCumulative[] = {0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334};
+  const int yday = kCumulative[month - 1] + day + (leap && month > 2);
+  std::string out;
+  char buf[32];
+  for (size_t i = 0; i < format.size(); ++i) {
+    if (format[i] != '%' || i + 1 == format.size()) {
+      out += format[i];
+      continue;
+    }
+    const char c = format[++i];
+    switch (c) {
+      case 'd': std::snprintf(buf, sizeof buf, "%02d", day); out += buf; break;
+      case 'm': std::snprintf(buf, sizeof buf, "%02d", month); out += buf; break;
+      case 'Y': out += std::to_string(year); break;
+      case 'y': std::snprintf(buf, sizeof buf, "%02d", static_cast<int>(year % 100)); out += buf; break;
+      case 'B': out += kMonths[month - 1]; break;
+      case 'b': out += std::string(kMonths[month - 1]).substr(0, 3); break;
+      case 'A': out += kDays[weekday]; break;
+      case 'a': out += std::string(kDays[weekday]).substr(0, 3); break;
+      case 'H': std::snprintf(buf, sizeof buf, "%02d", static_cast<int>(secs / 3600)); out += buf; break;
+      case 'M': std::snprintf(buf, sizeof buf, "%02d", static_cast<int>(secs / 60 % 60)); out += buf; break;
+      case 'S': std::snprintf(buf, sizeof buf, "%02d", static_cast<int>(secs % 60)); out += buf; break;
+      case 'j': std::snprintf(buf, sizeof buf, "%03d", yday); out += buf; break;
+      case '%': out += '%'; break;
+      default: fail(0, std::string("strftime_now: unsupported format '%") + c + "'");
+    }
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, Value>> builtin_globals(int64_t now) {
+  std::vector<std::pair<std::string, Value>> g;
+  g.emplace_back("raise_exception", Value(Callable([](std::vector<Value>& args, KwArgs&) -> Value {
+    throw JinjaError(args.empty() ? "chat template raised an exception" : args[0].to_output());
+  })));
+  g.emplace_back("range", Value(Callable([](std::vector<Value>& args, KwArgs&) -> Value {
+    int64_t start = 0, stop = 0, step = 1;
+    for (const Value& a : args) {
+      if (a.kind() != Value::Kind::Int) fail(0, "range() needs integers");
+    }
+    if (args.size() == 1) stop = args[0].as_int();
+    else if (args.size() >= 2) {
+      start = args[0].as_int();
+      stop = args[1].as_int();
+      if (args.size() == 3) step = args[2].as_int();
+    } else {
+      fail(0, "range() needs 1 to 3 arguments");
+    }
+    if (step == 0) fail(0, "range() step cannot be zero");
+    if ((stop - start) / step > 100000) fail(0, "range() too long");
+    List l;
+    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) l.emplace_back(i);
+    return Value(std::move(l));
+  })));
+  g.emplace_back("namespace", Value(Callable([](std::vector<Value>& args, KwArgs& kwargs) -> Value {
+    Dict d;
+    d.is_namespace = true;
+    for (const Value& a : args) {
+      if (!a.is_dict()) fail(0, "namespace() takes keyword arguments or a dict");
+      for (const auto& [k, v] : a.as_dict().items) d.set(k, v);
+    }
+    for (auto& [k, v] : kwargs) d.set(k, v);
+    return Value(std::move(d));
+  })));
+  g.emplace_back("dict", Value(Callable([](std::vector<Value>&, KwArgs& kwargs) -> Value {
+    Dict d;
+    for (auto& [k, v] : kwargs) d.set(k, v);
+    return Value(std::move(d));
+  })));
+  g.emplace_back("strftime_now", Value(Callable([now](std::vector<Value>& args, KwArgs&) -> Value {
+    if (args.size() != 1 || !args[0].is_string()) fail(0, "strftime_now() takes one format string");
+    return Value(format_time(args[0].as_string(), now));
+  })));
+  return g;
+}
+
+bool apply_test(const std::string& name, const Value& v, std::vector<Value>& args, int line) {
+  const auto need = [&](size_t n) {
+    if (args.size() < n) fail(line, "test '" + name + "' needs an argument");
+  };
+  if (name == "defined") return !v.is_undefined();
+  if (name == "undefined") return v.is_undefined();
+  if (name == "none") return v.is_none();
+  if (name == "string") return v.is_string();
+  if (name == "number") return v.is_number();
+  if (name == "integer") return v.kind() == Value::Kind::Int;
+  if (name == "float") return v.kind() == Value::Kind::Float;
+  if (name == "boolean") return v.kind() == Value::Kind::Bool;
+  if (name == "mapping") return v.is_dict();
+  if (name == "iterable" || name == "sequence") return v.is_list() || v.is_dict() || v.is_string();
+  if (name == "callable") return v.is_callable();
+  if (name == "true") return v.kind() == Value::Kind::Bool && v.as_bool();
+  if (name == "false") return v.kind() == Value::Kind::Bool && !v.as_bool();
+  if (name == "odd" || name == "even") {
+    if (v.kind() != Value::Kind::Int) fail(line, "test '" + name + "' needs an integer");
+    return (v.as_int() % 2 != 0) == (name == "odd");
+  }
+  if (name == "lower" || name == "upper") {
+    if (!v.is_string()) return false;
+    const std::string s = v.as_string();
+    return s == map_chars(s, name == "lower" ? ::tolower : ::toupper);
+  }
+  need(1);
+  const Value& other = args[0];
+  if (name == "equalto" || name == "eq" || name == "sameas") return v == other;
+  if (name == "ne") return !(v == other);
+  if (name == "divisibleby") {
+    if (v.kind() != Value::Kind::Int || other.kind() != Value::Kind::Int || other.as_int() == 0) {
+      fail(line, "test 'divisibleby' needs non-zero integers");
+    }
+    return v.as_int() % other.as_int() == 0;
+  }
+  if (name == "in") {
+    if (other.is_string()) return v.is_string() && other.as_string().find(v.as_string()) != std::string::npos;
+    if (other.is_list()) return std::find(other.as_list().begin(), other.as_list().end(), v) != other.as_list().end();
+    if (other.is_dict()) return v.is_string() && other.as_dict().find(v.as_string());
+    return false;
+  }
+  const int c = compare_values(v, other, line);
+  if (name == "gt") return c > 0;
+  if (name == "lt") return c < 0;
+  if (name == "ge") return c >= 0;
+  if (name == "le") return c <= 0;
+  fail(line, "unsupported test '" + name + "'");
+}
+
+Value apply_filter(const std::string& name, const Value& input, std::vector<Value>& args, KwArgs& kwargs,
+                   int line, const TestFn& test) {
+  const auto need_string = [&]() -> const std::string& {
+    if (!input.is_string()) fail(line, "filter '" + name + "' needs a string, got " + std::string(input.type_name()));
+    return input.as_string();
+  };
+  if (name == "trim") return Value(strip(need_string(), arg(args, kwargs, 0, "chars"), true, true));
+  if (name == "upper") return Value(map_chars(need_string(), ::toupper));
+  if (name == "lower") return Value(map_chars(need_string(), ::tolower));
+  if (name == "title") return Value(title_case(need_string()));
+  if (name == "capitalize") {
+    std::string s = map_chars(need_string(), ::tolower);
+    if (!s.empty()) s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
+    return Value(std::move(s));
+  }
+  if (name == "replace") {
+    if (args.size() < 2 || !args[0].is_string() || !args[1].is_string()) {
+      fail(line, "filter 'replace' needs two strings");
+    }
+    const int64_t count = args.size() > 2 && args[2].kind() == Value::Kind::Int ? args[2].as_int() : -1;
+    return Value(replace_all(need_string(), args[0].as_string(), args[1].as_string(), count));
+  }
+  if (name == "safe") return input;
+  if (name == "escape" || name == "e") return Value(html_escape(input.to_output()));
+  if (name == "string") return Value(input.to_output());
+  if (name == "tojson") {
+    const Value* indent = arg(args, kwargs, 0, "indent");
+    return Value(input.to_json(indent && indent->kind() == Value::Kind::Int ? static_cast<int>(indent->as_int()) : -1));
+  }
+  if (name == "default" || name == "d") {
+    const Value* fallback = arg(args, kwargs, 0, "default_value");
+    const Value* boolean = arg(args, kwargs, 1, "boolean");
+    const bool use = boolean && boolean->truthy() ? !input.truthy() : input.is_undefined();
+    return use ? (fallback ? *fallback : Value(std::string())) : input;
+  }
+  if (name == "length" || name == "count") {
+    if (input.is_string()) return Value(static_cast<int64_t>(input.as_string().size()));
+    if (input.is_list()) return Value(static_cast<int64_t>(input.as_list().size()));
+    if (input.is_dict()) return Value(static_cast<int64_t>(input.as_dict().items.size()));
+    if (input.is_undefined()) return Value(int64_t{0});
+    fail(line, "filter 'length' needs a string, list or dict, got " + std::string(input.type_name()));
+  }
+  if (name == "int") {
+    if (input.is_number()) return Value(static_cast<int64_t>(input.as_number()));
+    if (input.is_string()) return Value(static_cast<int64_t>(std::strtoll(input.as_string().c_str(), nullptr, 10)));
+    if (input.kind() == Value::Kind::Bool) return Value(static_cast<int64_t>(input.as_bool()));
+    return Value(int64_t{0});
+  }
+  if (name == "float") {
+    if (input.is_number()) return Value(input.as_number());
+    if (input.is_string()) return Value(std::strtod(input.as_string().c_str(), nullptr));
+    return Value(0.0);
+  }
+  if (name == "abs") {
+    if (input.kind() == Value::Kind::Int) return Value(input.as_int() < 0 ? -input.as_int() : input.as_int());
+    if (input.is_number()) return Value(std::fabs(input.as_number()));
+    fail(line, "filter 'abs' needs a number");
+  }
+  if (name == "round") {
+    if (!input.is_number()) fail(line, "filter 'round' needs a number");
+    const Value* precision = arg(args, kwargs, 0, "precision");
+    const double scale = std::pow(10.0, precision && precision->kind() == Value::Kind::Int ? precision->as_int() : 0);
+    return Value(std::round(input.as_number() * scale) / scale);
+  }
+  if (name == "indent") {
+    const Value* width = arg(args, kwargs, 0, "width");
+    const Value* first = arg(args, kwargs, 1, "first");
+    const std::string pad(width && width->kind() == Value::Kind::Int ? static_cast<size_t>(width->as_int()) : 4, ' ');
+    const std::string& s = need_string();
+    std::string out = first && first->truthy() ? pad : "";
+    for (size_t i = 0; i < s.size(); ++i) {
+      out += s[i];
+      if (s[i] == '\n' && i + 1 < s.size() && s[i + 1] != '\n') out += pad;
+    }
+    return Value(std::move(out));
+  }
+  if (name == "items") {
+    if (input.is_undefined() || input.is_none()) return Value(List{});
+    if (!input.is_dict()) fail(line, "filter 'items' needs a dict, got " + std::string(input.type_name()));
+    List l;
+    for (const auto& [k, v] : input.as_dict().items) l.emplace_back(List{Value(k), v});
+    return Value(std::move(l));
+  }
+  if (name == "keys" || name == "values") {
+    if (!input.is_dict()) fail(line, "filter '" + name + "' needs a dict");
+    List l;
+    for (const auto& [k, v] : input.as_dict().items) l.push_back(name == "keys" ? Value(k) : v);
+    return Value(std::move(l));
+  }
+  if (name == "dictsort") {
+    if (!input.is_dict()) fail(line, "filter 'dictsort' needs a dict");
+    auto items = input.as_dict().items;
+    std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    List l;
+    for (const auto& [k, v] : items) l.emplace_back(List{Value(k), v});
+    return Value(std::move(l));
+  }
+  List items = as_items(input, line, "filter '" + name + "'");
+  if (name == "list") return Value(std::move(items));
+  if (name == "first") return items.empty() ? Value() : items.front();
+  if (name == "last") return items.empty() ? Value() : items.back();
+  if (name == "reverse") {
+    if (input.is_string()) return Value(std::string(input.as_string().rbegin(), input.as_string().rend()));
+    std::reverse(items.begin(), items.end());
+    return Value(std::move(items));
+  }
+  if (name == "join") {
+    const Value* sep = arg(args, kwargs, 0, "d");
+    const Value* attr = kwarg(kwargs, "attribute");
+    std::string out;
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i && sep) out += sep->to_output();
+      out += (attr ? attribute(items[i], attr->to_output()) : items[i]).to_output();
+    }
+    return Value(std::move(out));
+  }
+  if (name == "unique") {
+    List out;
+    for (const Value& v : items) {
+      if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+    }
+    return Value(std::move(out));
+  }
+  if (name == "sort") {
+    const Value* reverse = arg(args, kwargs, 0, "reverse");
+    const Value* attr = kwarg(kwargs, "attribute");
+    std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) {
+      const Value x = attr ? attribute(a, attr->to_output()) : a;
+      const Value y = attr ? attribute(b, attr->to_output()) : b;
+      return compare_values(x, y, line) < 0;
+    });
+    if (reverse && reverse->truthy()) std::reverse(items.begin(), items.end());
+    return Value(std::move(items));
+  }
+  if (name == "sum" || name == "min" || name == "max") {
+    if (items.empty()) return name == "sum" ? Value(int64_t{0}) : Value();
+    Value acc = items[0];
+    for (size_t i = 1; i < items.size(); ++i) {
+      const Value& v = items[i];
+      if (name == "sum") {
+        if (!acc.is_number() || !v.is_number()) fail(line, "filter 'sum' needs numbers");
+        acc = acc.kind() == Value::Kind::Int && v.kind() == Value::Kind::Int ? Value(acc.as_int() + v.as_int())
+                                                                               : Value(acc.as_number() + v.as_number());
+      } else if ((compare_values(v, acc, line) < 0) == (name == "min")) {
+        acc = v;
+      }
+    }
+    return acc;
+  }
+  if (name == "map") {
+    const Value* attr = kwarg(kwargs, "attribute");
+    List out;
+    for (const Value& v : items) {
+      if (attr) {
+        out.push_back(attribute(v, attr->to_output()));
+      } else if (!args.empty() && args[0].is_string()) {
+        std::vector<Value> rest(args.begin() + 1, args.end());
+        KwArgs none;
+        out.push_back(apply_filter(args[0].as_string(), v, rest, none, line, test));
+      } else {
+        fail(line, "filter 'map' needs attribute= or a filter name");
+      }
+    }
+    return Value(std::move(out));
+  }
+  if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr") {
+    const bool by_attr = name == "selectattr" || name == "rejectattr";
+    const bool keep_if = name == "select" || name == "selectattr";
+    size_t next = 0;
+    std::string attr;
+    if (by_attr) {
+      if (args.empty() || !args[0].is_string()) fail(line, "filter '" + name + "' needs an attribute name");
+      attr = args[next++].as_string();
+    }
+    std::string test_name;
+    if (next < args.size()) {
+      if (!args[next].is_string()) fail(line, "filter '" + name + "' needs a test name");
+      test_name = args[next++].as_string();
+      if (std::find(std::begin(kTests), std::end(kTests), test_name) == std::end(kTests)) {
+        fail(line, "unsupported test '" + test_name + "'");
+      }
+    }
+    std::vector<Value> test_args(args.begin() + static_cast<std::ptrdiff_t>(next), args.end());
+    List out;
+    for (const Value& v : items) {
+      const Value subject = by_attr ? attribute(v, attr) : v;
+      const bool pass = test_name.empty() ? subject.truthy() : test(test_name, subject, test_args);
+      if (pass == keep_if) out.push_back(v);
+    }
+    return Value(std::move(out));
+  }
+  fail(line, "unsupported filter '" + name + "'");
+}
+
+Value call_method(const Value& obj, const std::string& name, std::vector<Value>& args, KwArgs& kwargs, int line) {
+  if (obj.is_string()) {
+    const std::string& s = obj.as_string();
+    const Value* a0 = arg(args, kwargs, 0, "");
+    if (name == "strip") return Value(strip(s, a0, true, true));
+    if (name == "lstrip") return Value(strip(s, a0, true, false));
+    if (name == "rstrip") return Value(strip(s, a0, false, true));
+    if (name == "upper") return Value(map_chars(s, ::toupper));
+    if (name == "lower") return Value(map_chars(s, ::tolower));
+    if (name == "title") return Value(title_case(s));
+    if (name == "capitalize") {
+      std::vector<Value> none;
+      KwArgs nokw;
+      return apply_filter("capitalize", obj, none, nokw, line, nullptr);
+    }
+    if (name == "startswith" || name == "endswith") {
+      if (!a0 || !a0->is_string()) fail(line, "str." + name + "() needs a string");
+      const std::string& p = a0->as_string();
+      if (p.size() > s.size()) return Value(false);
+      return Value(name == "startswith" ? s.compare(0, p.size(), p) == 0
+                                        : s.compare(s.size() - p.size(), p.size(), p) == 0);
+    }
+    if (name == "replace") {
+      if (args.size() < 2 || !args[0].is_string() || !args[1].is_string()) fail(line, "str.replace() needs two strings");
+      const int64_t count = args.size() > 2 && args[2].kind() == Value::Kind::Int ? args[2].as_int() : -1;
+      return Value(replace_all(s, args[0].as_string(), args[1].as_string(), count));
+    }
+    if (name == "find") {
+      if (!a0 || !a0->is_string()) fail(line, "str.find() needs a string");
+      const size_t at = s.find(a0->as_string());
+      return Value(at == std::string::npos ? int64_t{-1} : static_cast<int64_t>(at));
+    }
+    if (name == "count") {
+      if (!a0 || !a0->is_string() || a0->as_string().empty()) fail(line, "str.count() needs a non-empty string");
+      int64_t n = 0;
+      for (size_t at = s.find(a0->as_string()); at != std::string::npos; at = s.find(a0->as_string(), at + a0->as_string().size())) ++n;
+      return Value(n);
+    }
+    if (name == "split") {
+      List parts;
+      const Value* maxsplit = arg(args, kwargs, 1, "maxsplit");
+      int64_t left = maxsplit && maxsplit->kind() == Value::Kind::Int ? maxsplit->as_int() : -1;
+      if (!a0 || a0->is_none()) {
+        // Python: split on runs of whitespace, dropping empty parts.
+        size_t i = 0;
+        while (i < s.size()) {
+          while (i < s.size() && is_ws(s[i])) ++i;
+          if (i >= s.size()) break;
+          if (left == 0) {
+            parts.emplace_back(strip(s.substr(i), nullptr, false, true));
+            break;
+          }
+          size_t j = i;
+          while (j < s.size() && !is_ws(s[j])) ++j;
+          parts.emplace_back(s.substr(i, j - i));
+          --left;
+          i = j;
+        }
+        return Value(std::move(parts));
+      }
+      if (!a0->is_string() || a0->as_string().empty()) fail(line, "str.split() needs a non-empty separator");
+      const std::string& sep = a0->as_string();
+      size_t i = 0;
+      for (;;) {
+        const size_t j = left == 0 ? std::string::npos : s.find(sep, i);
+        if (j == std::string::npos) {
+          parts.emplace_back(s.substr(i));
+          break;
+        }
+        parts.emplace_back(s.substr(i, j - i));
+        i = j + sep.size();
+        --left;
+      }
+      return Value(std::move(parts));
+    }
+    if (name == "join") {
+      if (!a0) fail(line, "str.join() needs a list");
+      std::string out;
+      const List items = as_items(*a0, line, "str.join()");
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (i) out += s;
+        out += items[i].to_output();
+      }
+      return Value(std::move(out));
+    }
+    fail(line, "unsupported string method '" + name + "'");
+  }
+  if (obj.is_dict()) {
+    const Dict& d = obj.as_dict();
+    if (name == "items" || name == "keys" || name == "values") {
+      List l;
+      for (const auto& [k, v] : d.items) {
+        if (name == "items") l.emplace_back(List{Value(k), v});
+        else l.push_back(name == "keys" ? Value(k) : v);
+      }
+      return Value(std::move(l));
+    }
+    if (name == "get") {
+      if (args.empty() || !args[0].is_string()) fail(line, "dict.get() needs a string key");
+      const Value* v = d.find(args[0].as_string());
+      return v ? *v : (args.size() > 1 ? args[1] : Value::none());
+    }
+    fail(line, "unsupported dict method '" + name + "'");
+  }
+  if (obj.is_list()) {
+    if (name == "append") {
+      if (args.size() != 1) fail(line, "list.append() takes one argument");
+      obj.as_list().push_back(args[0]);
+      return Value::none();
+    }
+    if (name == "index") {
+      if (args.size() != 1) fail(line, "list.index() takes one argument");
+      const auto it = std::find(obj.as_list().begin(), obj.as_list().end(), args[0]);
+      if (it == obj.as_list().end()) fail(line, "list.index(): value not in list");
+      return Value(static_cast<int64_t>(it - obj.as_list().begin()));
+    }
+    fail(line, "unsupported list method '" + name + "'");
+  }
+  fail(line, "'" + name + "' is not a method of " + std::string(obj.type_name()));
+}
+
+}  // namespace runnel::jinja

@@ -1,0 +1,34 @@
+// The filters, tests, methods and global functions of the supported Jinja subset.
+// check_names() runs at load time so an unsupported filter or test is refused by name
+// before anything renders.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/chat/jinja_ast.h"
+
+namespace runnel::jinja {
+
+using KwArgs = std::vector<std::pair<std::string, Value>>;
+using TestFn = std::function<bool(const std::string& test, const Value& v, std::vector<Value>& args)>;
+
+// range, namespace, raise_exception, strftime_now (formats `now`, Unix seconds, UTC), dict.
+std::vector<std::pair<std::string, Value>> builtin_globals(int64_t now);
+
+Value apply_filter(const std::string& name, const Value& input, std::vector<Value>& args, KwArgs& kwargs,
+                   int line, const TestFn& test);
+bool apply_test(const std::string& name, const Value& v, std::vector<Value>& args, int line);
+Value call_method(const Value& obj, const std::string& name, std::vector<Value>& args, KwArgs& kwargs,
+                  int line);
+
+// Throws JinjaError naming the first unknown filter or test in `body`.
+void check_names(const Body& body);
+
+// strftime for the formats templates use (%d %m %Y %y %b %B %a %A %H %M %S %j %%).
+std::string format_time(const std::string& format, int64_t unix_seconds);
+
+}  // namespace runnel::jinja
