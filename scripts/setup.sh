@@ -4,7 +4,7 @@
 # 1. Debian packages (toolchains, test libraries, sanitizer runtime); apt runs only
 #    when something is missing, so a re-run on a ready machine takes a second.
 # 2. The models (scripts/fetch_models.sh -> models/, git-ignored).
-# 3. The parity suite's npm dependencies (tests/parity/node_modules), if missing.
+# 3. The npm dependencies of the parity and server suites (tests/*/node_modules), if missing.
 # Runs as root (CI and fresh machines) or through sudo.
 set -euo pipefail
 
@@ -13,7 +13,7 @@ die() { echo "setup: $*" >&2; exit 1; }
 
 readonly kDebianPackages=(
   cmake ninja-build g++ emscripten catch2 nlohmann-json3-dev libcpp-httplib-dev
-  unicode-data libclang-rt-14-dev python3-pip ccache
+  unicode-data libclang-rt-14-dev python3-pip ccache pkg-config
   g++-aarch64-linux-gnu qemu-user  # NEON kernels, cross-built and run under qemu
   chromium wrk                     # the demo page in headless Chromium; the server load test
 )
@@ -65,8 +65,20 @@ install_parity_deps() {
     || die "npm install in tests/parity failed"
 }
 
+# The server suite's npm dependencies (the official openai client), if missing.
+install_server_deps() {
+  local dir="$root/tests/server"
+  if [ -d "$dir/node_modules/openai" ]; then
+    echo "setup: server-test npm dependencies present"
+    return 0
+  fi
+  echo "setup: installing server-test npm dependencies (openai)"
+  (cd "$dir" && npm ci --no-audit --no-fund) || die "npm ci in tests/server failed"
+}
+
 install_debian_packages
 check_node_version
 "$root/scripts/fetch_models.sh"
 install_parity_deps
+install_server_deps
 echo "setup: ready"

@@ -104,7 +104,7 @@ size_t LlamaModel::max_activation_row_bytes() const {
 }
 
 void LlamaModel::forward(std::span<const int32_t> tokens, int pos0, bool all_logits, KvCache& kv,
-                         ForwardScratch& s, Parallel& par) {
+                         ForwardScratch& s, Parallel& par, float* hidden_out) {
   const ModelConfig& c = config_;
   const int n = static_cast<int>(tokens.size());
   const size_t n_embd = c.n_embd;
@@ -189,11 +189,15 @@ void LlamaModel::forward(std::span<const int32_t> tokens, int pos0, bool all_log
 
   // logits [n_out, n_vocab] = lm_head(rms_norm(x) * output_norm), for the last token
   // only unless every position's logits are wanted
-  const int first = all_logits ? 0 : n - 1;
+  const int first = all_logits || hidden_out ? 0 : n - 1;
   const int n_out = n - first;
   dequantize(output_norm_, s.norm_w.data());
   for (int i = first; i < n; ++i) {
     ops.rms_norm(&s.x[i * n_embd], s.norm_w.data(), &s.xb[i * n_embd], c.n_embd, c.rms_eps);
+  }
+  if (hidden_out) {
+    std::copy(s.xb.begin(), s.xb.begin() + static_cast<std::ptrdiff_t>(n * n_embd), hidden_out);
+    return;
   }
   const MatmulJob head[] = {{matrix(output_), s.logits.data(), nullptr}};
   matmul(par, &s.xb[first * n_embd], n_out, head, s.mm);

@@ -63,8 +63,11 @@ class LlamaModel {
   // (pos0 + n <= kv.n_ctx()), storing their k, v in `kv`. Writes s.logits: the last
   // token's [n_vocab], or [n, n_vocab] for all tokens when all_logits (s must have
   // been made with all_logits then). The caller validates; this does not throw.
+  // With hidden_out [n, n_embd] (embeddings): writes every token's final-norm hidden
+  // state there instead of computing logits.
   void forward(std::span<const int32_t> tokens, int pos0, bool all_logits, KvCache& kv,
-               ForwardScratch& s, Parallel& par);
+               ForwardScratch& s, Parallel& par,
+               float* hidden_out = nullptr);
 
  private:
   struct LayerTensors {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -125,6 +126,35 @@ std::vector<float> Session::eval_all(std::span<const TokenId> tokens) {
   const size_t n_vocab = engine_.config().n_vocab;
   all.erase(all.begin(), all.end() - static_cast<std::ptrdiff_t>(tokens.size() * n_vocab));
   return all;
+}
+
+std::vector<float> Session::embed(std::span<const TokenId> tokens) {
+  reset();
+  append(tokens);
+  LlamaModel& model = *engine_.model_;
+  Parallel& par = *engine_.options().parallel;
+  const size_t n_embd = model.config().n_embd;
+  std::vector<double> sum(n_embd, 0.0);
+  std::vector<float> hidden(static_cast<size_t>(scratch_.n_batch) * n_embd);  // [n_batch, n_embd]
+  const int n_total = static_cast<int>(tokens_.size());
+  for (int pos = 0; pos < n_total;) {
+    const int n = std::min(scratch_.n_batch, n_total - pos);
+    model.forward(std::span<const int32_t>(tokens_.data() + pos, n), pos, false, kv_, scratch_, par,
+                  hidden.data());
+    for (int i = 0; i < n; ++i) {
+      for (size_t d = 0; d < n_embd; ++d) sum[d] += hidden[i * n_embd + d];
+    }
+    pos += n;
+  }
+  reset();
+  std::vector<float> out(n_embd);
+  double norm = 0;
+  for (size_t d = 0; d < n_embd; ++d) norm += (sum[d] / n_total) * (sum[d] / n_total);
+  norm = std::sqrt(norm);
+  for (size_t d = 0; d < n_embd; ++d) {
+    out[d] = norm > 0 ? static_cast<float>(sum[d] / n_total / norm) : 0.0f;
+  }
+  return out;
 }
 
 void Session::rewind(int n_keep) {

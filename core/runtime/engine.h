@@ -112,6 +112,11 @@ class Session {
   // (echoing the prompt). Returns how many tokens it would generate at most.
   int check_request(const std::vector<TokenId>& prompt, const GenerateParams& params) const;
 
+  // Sentence embedding of `tokens` [n_embd]: the final-norm hidden states, mean-pooled
+  // over the tokens and L2-normalized. Uses this session's cache as scratch: the
+  // history is cleared first and afterwards. Throws like eval() (empty, ids, context).
+  std::vector<float> embed(std::span<const TokenId> tokens);
+
   int position() const { return static_cast<int>(tokens_.size()); }  // tokens in history
   int n_ctx() const { return kv_.n_ctx(); }
   const std::vector<TokenId>& tokens() const { return tokens_; }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -55,6 +56,12 @@ void SamplerParams::validate() const {
   if (penalty_last_n < 0) {
     reject("penalty_last_n", penalty_last_n, "a token count >= 0 (0 turns penalties off)");
   }
+  for (const auto& [token, bias] : logit_bias) {
+    if (token < 0) reject("logit_bias token", token, "a token id >= 0");
+    if (std::isnan(bias) || bias == std::numeric_limits<float>::infinity()) {
+      reject("logit_bias", bias, "a number or -inf");
+    }
+  }
 }
 
 Sampler::Sampler(const SamplerParams& params) : params_(params) {
@@ -85,6 +92,13 @@ int32_t Sampler::sample(std::span<float> logits) {
   if (logits.empty()) {
     throw std::invalid_argument(
         "Sampler::sample: logits are empty; expected one per vocabulary entry");
+  }
+  for (const auto& [token, bias] : params_.logit_bias) {
+    if (static_cast<size_t>(token) >= logits.size()) {
+      throw std::invalid_argument("logit_bias: token id " + std::to_string(token) +
+                                  " is outside the vocabulary [0, " + std::to_string(logits.size()) + ")");
+    }
+    logits[token] += bias;
   }
   const bool penalties_on = params_.penalty_last_n > 0 &&
                             (params_.repeat_penalty != 1.0f || params_.frequency_penalty != 0.0f ||

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/sampling/sampling_steps.h"
@@ -22,6 +23,9 @@ struct SamplerParams {
   float presence_penalty = 0.0f;   // 0: off
   int32_t penalty_last_n = 64;     // how many recent tokens penalties look at
   uint64_t seed = 0xFFFFFFFFu;     // same seed, same output
+  // Added to the named tokens' logits before anything else (OpenAI's logit_bias);
+  // -inf bans a token. Ids must be inside the vocabulary (checked by sample()).
+  std::vector<std::pair<int32_t, float>> logit_bias;
 
   // Throws std::invalid_argument naming the parameter for impossible values
   // (negative temperature, top_p outside (0,1], NaN, ...).

@@ -1,5 +1,6 @@
 // Session: eval bookkeeping, the generation loop, and refusals before any work.
 #include <algorithm>
+#include <cmath>
 #include <catch2/catch.hpp>
 
 #include "core/runtime/engine.h"
@@ -145,6 +146,34 @@ TEST_CASE("engine options are validated and defaulted", "[model]") {
   EngineOptions o;
   o.n_batch = 0;
   CHECK(error_of([&] { Engine::load(m.store(), o); }) == "batch size must be >= 1, got 0");
+}
+
+}  // namespace runnel
+
+namespace runnel {
+
+TEST_CASE("embed: mean-pooled final hidden states, unit length, history untouched by design", "[model]") {
+  const test::TinyModel m = test::build_tiny_model({});
+  auto engine = tiny_engine(m);
+  auto session = engine->new_session();
+  // More tokens than n_batch (8): pooling spans batches.
+  const std::vector<TokenId> a = {1, 5, 9, 30, 12, 7, 3, 2, 8, 11};
+  const std::vector<TokenId> b = {4, 4, 4, 4};
+  const std::vector<float> ea = session->embed(a);
+  REQUIRE(ea.size() == static_cast<size_t>(engine->config().n_embd));
+  double norm = 0;
+  for (float x : ea) norm += double{x} * x;
+  CHECK(std::sqrt(norm) == Approx(1.0).epsilon(1e-5));
+  CHECK(session->position() == 0);  // the history is cleared after
+  CHECK(session->embed(a) == ea);   // deterministic, whatever ran before
+  const std::vector<float> eb = session->embed(b);
+  double cos = 0;
+  for (size_t i = 0; i < ea.size(); ++i) cos += double{ea[i]} * eb[i];
+  CHECK(cos < 0.999);  // different text, different vector
+  // Generation afterwards starts from an empty history.
+  const GenerationStats s = session->generate(kPrompt, greedy(2), nullptr);
+  CHECK(s.n_generated == 2);
+  REQUIRE_THROWS_AS(session->embed({}), std::invalid_argument);
 }
 
 }  // namespace runnel

@@ -337,3 +337,27 @@ TEST_CASE("the default chain only draws tokens that pass every filter", "[sampli
 
 }  // namespace
 }  // namespace runnel
+
+namespace runnel {
+
+TEST_CASE("logit_bias shifts and bans tokens before sampling", "[sampling]") {
+  const std::vector<float> logits = {1.0f, 3.0f, 2.0f, 0.5f};
+  const auto sample = [&](const SamplerParams& params) {
+    std::vector<float> copy = logits;
+    return Sampler(params).sample(copy);
+  };
+  SamplerParams p;
+  p.temperature = 0;  // greedy: the bias alone decides
+  p.logit_bias = {{1, -10.0f}};
+  CHECK(sample(p) == 2);
+  p.logit_bias = {{1, -std::numeric_limits<float>::infinity()}, {3, 5.0f}};
+  CHECK(sample(p) == 3);
+  p.logit_bias = {{7, 1.0f}};
+  REQUIRE_THROWS_WITH(sample(p), Catch::Contains("token id 7 is outside"));
+  p.logit_bias = {{1, std::numeric_limits<float>::quiet_NaN()}};
+  REQUIRE_THROWS_AS(Sampler{p}, std::invalid_argument);
+  p.logit_bias = {{-1, 1.0f}};
+  REQUIRE_THROWS_AS(Sampler{p}, std::invalid_argument);
+}
+
+}  // namespace runnel

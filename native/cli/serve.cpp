@@ -1,0 +1,114 @@
+// runnel serve: the OpenAI-compatible server (native/server) on one model.
+// SIGINT/SIGTERM are taken by a dedicated thread (sigwait), which starts the graceful
+// shutdown; the process then exits 0 once in-flight requests have ended.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "kernels/kernels.h"
+#include "native/cli/args.h"
+#include "native/cli/commands.h"
+#include "native/cpu_topology.h"
+#include "native/mmap_store.h"
+#include "native/server/server.h"
+#include "native/thread_pool.h"
+
+namespace runnel::cli {
+namespace {
+
+// The demo page: `--web-root`, else web/ of the source tree this binary was built in
+// (build-release/runnel -> ../web), when it holds an index.html.
+std::string find_web_root(const std::string& executable) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path exe = fs::canonical(executable, ec);
+  if (ec) return "";
+  for (const fs::path& candidate : {exe.parent_path() / "web", exe.parent_path().parent_path() / "web"}) {
+    if (fs::exists(candidate / "index.html", ec)) return candidate.string();
+  }
+  return "";
+}
+
+}  // namespace
+
+int serve_command(const std::vector<std::string>& args) {
+  std::string model_path;
+  int n_ctx = 0, n_threads = 0;
+  server::ServerOptions so;
+  ArgParser p("runnel serve -m FILE [options]",
+              "Serves the model in FILE over the OpenAI API (/v1/chat/completions, /v1/completions,\n"
+              "/v1/embeddings, /v1/models), plus /health, /metrics and the demo page at /.");
+  p.string_option("-m, --model", &model_path, "FILE", "GGUF model (first part of a split model)");
+  p.string_option("--host", &so.host, "ADDR", "address to listen on (default 127.0.0.1: this machine only)");
+  p.int_option("--port", &so.port, "port (default 8080; 0 = any free port, printed at start)");
+  p.int_option("-c, --ctx-size", &n_ctx, "context size of each slot (default: min(model's, 4096))");
+  p.int_option("-t, --threads", &n_threads, "threads (default: physical cores)");
+  p.int_option("--slots", &so.slots, "conversations kept in memory, each with its own KV cache (default 1)");
+  p.int_option("--queue", &so.queue, "requests that may wait for a slot; more get 429 (default 8)");
+  p.string_option("--api-key", &so.api_key, "KEY", "require 'Authorization: Bearer KEY' on /v1 and /metrics");
+  p.string_option("--model-alias", &so.model_alias, "NAME", "model id for clients (default: the file name)");
+  p.string_option("--cors", &so.cors_origin, "ORIGIN", "allow browser requests from ORIGIN (default: none)");
+  p.string_option("--web-root", &so.web_root, "DIR", "folder served at / (default: the repository's web/)");
+  float shutdown_s = static_cast<float>(so.shutdown_deadline_s);
+  p.float_option("--shutdown-timeout", &shutdown_s,
+                 "seconds in-flight generations may run on after SIGTERM/SIGINT (default 10)");
+  p.parse(args);
+  if (p.help_requested()) {
+    std::fputs(p.help_text().c_str(), stdout);
+    return 0;
+  }
+  if (model_path.empty()) throw UsageError("-m: a model file is required");
+  if (so.port < 0 || so.port > 65535) throw UsageError("--port: must be in [0, 65535], got " + std::to_string(so.port));
+  if (p.seen("-c") && n_ctx < 1) throw UsageError("-c: must be >= 1, got " + std::to_string(n_ctx));
+  if (p.seen("-t") && n_threads < 1) throw UsageError("-t: must be >= 1, got " + std::to_string(n_threads));
+  if (so.slots < 1 || so.slots > 64) throw UsageError("--slots: must be in [1, 64], got " + std::to_string(so.slots));
+  if (so.queue < 0 || so.queue > 1024) throw UsageError("--queue: must be in [0, 1024], got " + std::to_string(so.queue));
+  if (!(shutdown_s >= 0)) throw UsageError("--shutdown-timeout: must be >= 0");
+  so.shutdown_deadline_s = shutdown_s;
+  if (so.model_alias.empty()) so.model_alias = std::filesystem::path(model_path).filename().string();
+  if (!p.seen("--web-root")) so.web_root = find_web_root("/proc/self/exe");
+  select_kernels_from_env();
+
+  // Block the stop signals before any thread starts, so that only sigwait sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
+
+  EngineOptions eo;
+  eo.n_ctx = n_ctx;
+  const int threads = n_threads > 0 ? n_threads : physical_core_count();
+  eo.parallel = std::make_shared<ThreadPool>(threads);
+  server::Server server(Engine::load(MmapStore::open(model_path), eo), so);
+
+  std::thread signal_thread([&server, stop_signals] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    std::fprintf(stderr, "runnel serve: %s: finishing in-flight requests, then exiting\n",
+                 sig == SIGINT ? "SIGINT" : "SIGTERM");
+    server.stop();
+  });
+  try {
+    server.run([&](int port) {
+      std::fprintf(stderr, "runnel serve: listening on http://%s:%d (model %s, %d slot%s, %d threads, %s kernels%s)\n",
+                   so.host.c_str(), port, so.model_alias.c_str(), so.slots, so.slots == 1 ? "" : "s", threads,
+                   std::string(kernels().isa).c_str(), so.web_root.empty() ? "" : ", demo page at /");
+    });
+  } catch (...) {
+    pthread_kill(signal_thread.native_handle(), SIGTERM);
+    signal_thread.join();
+    throw;
+  }
+  signal_thread.join();
+  std::fprintf(stderr, "runnel serve: stopped\n");
+  return 0;
+}
+
+}  // namespace runnel::cli

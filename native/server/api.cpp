@@ -1,0 +1,345 @@
+#include "native/server/api.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace runnel::server {
+namespace {
+
+[[noreturn]] void bad(std::string message, std::string param) {
+  throw ApiError(400, std::move(message), std::move(param), "invalid_value");
+}
+
+std::string type_of(const json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "boolean";
+  if (v.is_number_integer()) return "integer";
+  if (v.is_number()) return "number";
+  if (v.is_string()) return "string";
+  if (v.is_array()) return "array";
+  return "object";
+}
+
+[[noreturn]] void wrong_type(const std::string& param, const char* expected, const json& v) {
+  throw ApiError(400, "'" + param + "' must be " + expected + ", got " + type_of(v), param, "invalid_type");
+}
+
+const json* field(const json& obj, const char* name) {
+  const auto it = obj.find(name);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+double number(const json& obj, const char* name, double lo, double hi, bool lo_open = false) {
+  const json& v = obj.at(name);
+  if (!v.is_number()) wrong_type(name, "a number", v);
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || d < lo || d > hi || (lo_open && d == lo)) {
+    char range[96];
+    std::snprintf(range, sizeof range, "%s%g, %g]", lo_open ? "(" : "[", lo, hi);
+    std::string message = "'";
+    message.append(name).append("' must be in ").append(range).append(", got ").append(v.dump());
+    bad(message, name);
+  }
+  return d;
+}
+
+int64_t integer(const json& obj, const char* name, int64_t lo, int64_t hi) {
+  const json& v = obj.at(name);
+  if (!v.is_number_integer()) wrong_type(name, "an integer", v);
+  const int64_t i = v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi)
+                        ? hi + 1
+                        : v.get<int64_t>();
+  if (i < lo || i > hi) {
+    std::string message = "'";
+    message.append(name).append("' must be in [").append(std::to_string(lo)).append(", ");
+    message.append(std::to_string(hi)).append("], got ").append(v.dump());
+    bad(message, name);
+  }
+  return i;
+}
+
+bool boolean(const json& obj, const char* name) {
+  const json& v = obj.at(name);
+  if (!v.is_boolean()) wrong_type(name, "a boolean", v);
+  return v.get<bool>();
+}
+
+// OpenAI message content: a string, or a list of parts of which the text ones count.
+std::string message_content(const json& content, const std::string& param) {
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) wrong_type(param, "a string or an array of content parts", content);
+  std::string text;
+  for (size_t i = 0; i < content.size(); ++i) {
+    const json& part = content[i];
+    const std::string p = param + "[" + std::to_string(i) + "]";
+    if (!part.is_object()) wrong_type(p, "an object", part);
+    const json* type = field(part, "type");
+    if (!type || !type->is_string()) bad("'" + p + ".type' is required", p + ".type");
+    if (*type != "text") {
+      throw ApiError(400, "content part type '" + type->get<std::string>() + "' is not supported (text only)",
+                     p + ".type", "unsupported_value");
+    }
+    const json* t = field(part, "text");
+    if (!t || !t->is_string()) bad("'" + p + ".text' must be a string", p + ".text");
+    text += t->get<std::string>();
+  }
+  return text;
+}
+
+void parse_messages(const json& req, GenerationRequest& out) {
+  const json* messages = field(req, "messages");
+  if (!messages) throw ApiError(400, "'messages' is required", "messages", "missing_required_parameter");
+  if (!messages->is_array()) wrong_type("messages", "an array", *messages);
+  if (messages->empty()) bad("'messages' must contain at least one message", "messages");
+  static constexpr std::string_view kRoles[] = {"system", "developer", "user", "assistant", "tool"};
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const json& m = (*messages)[i];
+    const std::string p = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) wrong_type(p, "an object", m);
+    const json* role = field(m, "role");
+    if (!role) throw ApiError(400, "'" + p + ".role' is required", p + ".role", "missing_required_parameter");
+    if (!role->is_string()) wrong_type(p + ".role", "a string", *role);
+    const std::string r = role->get<std::string>();
+    if (std::find(std::begin(kRoles), std::end(kRoles), r) == std::end(kRoles)) {
+      bad("'" + p + ".role' must be one of system, developer, user, assistant, tool; got '" + r + "'", p + ".role");
+    }
+    const json* content = field(m, "content");
+    std::string text;
+    if (content) {
+      text = message_content(*content, p + ".content");
+    } else if (r != "assistant") {
+      throw ApiError(400, "'" + p + ".content' is required", p + ".content", "missing_required_parameter");
+    }
+    // Templates know "system"; OpenAI's newer "developer" role means the same.
+    out.messages.push_back({r == "developer" ? "system" : r, std::move(text)});
+  }
+}
+
+}  // namespace
+
+ApiError::ApiError(int status_, std::string message, std::string param_, std::string code_, std::string type_)
+    : std::runtime_error(std::move(message)),
+      status(status_),
+      param(std::move(param_)),
+      code(std::move(code_)),
+      type(type_.empty() ? (status_ >= 500 ? "server_error" : "invalid_request_error") : std::move(type_)) {}
+
+json ApiError::body() const {
+  json e = {{"message", what()}, {"type", type}};
+  e["param"] = param.empty() ? json(nullptr) : json(param);
+  e["code"] = code.empty() ? json(nullptr) : json(code);
+  return {{"error", e}};
+}
+
+json parse_json_body(std::string_view body) {
+  try {
+    return json::parse(body.begin(), body.end());
+  } catch (const json::parse_error& e) {
+    throw ApiError(400, std::string("request body is not valid JSON: ") + e.what(), "", "invalid_json");
+  }
+}
+
+GenerationRequest parse_generation_request(std::string_view body, bool chat, int n_vocab) {
+  const json req = parse_json_body(body);
+  if (!req.is_object()) wrong_type("body", "a JSON object", req);
+  GenerationRequest out;
+  out.chat = chat;
+  // llama.cpp server defaults: what its users expect from an unadorned request.
+  out.sampler.temperature = 0.8f;
+  out.sampler.top_k = 40;
+  out.sampler.top_p = 0.95f;
+  out.sampler.min_p = 0.05f;
+  if (const json* m = field(req, "model")) {
+    if (!m->is_string()) wrong_type("model", "a string", *m);
+    out.model = m->get<std::string>();
+  }
+  if (chat) {
+    parse_messages(req, out);
+  } else {
+    const json* prompt = field(req, "prompt");
+    if (!prompt) throw ApiError(400, "'prompt' is required", "prompt", "missing_required_parameter");
+    if (prompt->is_array()) {
+      if (prompt->size() != 1 || !(*prompt)[0].is_string()) {
+        bad("'prompt' must be a string or a list of exactly one string", "prompt");
+      }
+      out.prompt = (*prompt)[0].get<std::string>();
+    } else if (prompt->is_string()) {
+      out.prompt = prompt->get<std::string>();
+    } else {
+      wrong_type("prompt", "a string", *prompt);
+    }
+    if (out.prompt.empty()) bad("'prompt' must not be empty", "prompt");
+    if (field(req, "echo")) out.echo = boolean(req, "echo");
+  }
+  for (const char* name : {"max_tokens", "max_completion_tokens"}) {
+    if (field(req, name)) out.max_tokens = static_cast<int>(integer(req, name, 1, 1 << 24));
+  }
+  if (field(req, "temperature")) out.sampler.temperature = static_cast<float>(number(req, "temperature", 0, 2));
+  if (field(req, "top_p")) out.sampler.top_p = static_cast<float>(number(req, "top_p", 0, 1, true));
+  if (field(req, "top_k")) out.sampler.top_k = static_cast<int32_t>(integer(req, "top_k", 0, 1 << 24));
+  if (field(req, "min_p")) out.sampler.min_p = static_cast<float>(number(req, "min_p", 0, 1));
+  if (field(req, "presence_penalty")) {
+    out.sampler.presence_penalty = static_cast<float>(number(req, "presence_penalty", -2, 2));
+  }
+  if (field(req, "frequency_penalty")) {
+    out.sampler.frequency_penalty = static_cast<float>(number(req, "frequency_penalty", -2, 2));
+  }
+  if (field(req, "repeat_penalty")) {
+    out.sampler.repeat_penalty = static_cast<float>(number(req, "repeat_penalty", 0, 10, true));
+  }
+  if (field(req, "seed")) {
+    const json& s = req.at("seed");
+    if (!s.is_number_integer()) wrong_type("seed", "an integer", s);
+    out.sampler.seed = s.is_number_unsigned() ? s.get<uint64_t>() : static_cast<uint64_t>(s.get<int64_t>());
+  }
+  if (field(req, "n") && integer(req, "n", 1, 128) != 1) {
+    throw ApiError(400, "'n' must be 1: this server generates one choice per request", "n", "unsupported_value");
+  }
+  if (const json* stop = field(req, "stop")) {
+    if (stop->is_string()) {
+      out.stop.push_back(stop->get<std::string>());
+    } else if (stop->is_array()) {
+      if (stop->size() > 4) bad("'stop' takes at most 4 sequences, got " + std::to_string(stop->size()), "stop");
+      for (const json& s : *stop) {
+        if (!s.is_string()) wrong_type("stop", "a string or an array of strings", s);
+        out.stop.push_back(s.get<std::string>());
+      }
+    } else {
+      wrong_type("stop", "a string or an array of strings", *stop);
+    }
+    for (const std::string& s : out.stop) {
+      if (s.empty()) bad("'stop' sequences must not be empty", "stop");
+    }
+  }
+  if (const json* bias = field(req, "logit_bias")) {
+    if (!bias->is_object()) wrong_type("logit_bias", "an object of token id -> bias", *bias);
+    for (const auto& [key, value] : bias->items()) {
+      const std::string p = "logit_bias." + key;
+      char* end = nullptr;
+      const long id = std::strtol(key.c_str(), &end, 10);
+      if (key.empty() || *end != '\0' || id < 0 || id >= n_vocab) {
+        bad("'logit_bias' key '" + key + "' is not a token id in [0, " + std::to_string(n_vocab) + ")", p);
+      }
+      if (!value.is_number()) wrong_type(p, "a number", value);
+      const double b = value.get<double>();
+      if (!(b >= -100 && b <= 100)) bad("'" + p + "' must be in [-100, 100], got " + value.dump(), p);
+      // OpenAI: -100 bans the token.
+      out.sampler.logit_bias.emplace_back(static_cast<int32_t>(id),
+                                          b <= -100 ? -std::numeric_limits<float>::infinity() : static_cast<float>(b));
+    }
+  }
+  if (field(req, "stream")) out.stream = boolean(req, "stream");
+  if (const json* so = field(req, "stream_options")) {
+    if (!so->is_object()) wrong_type("stream_options", "an object", *so);
+    if (!out.stream) bad("'stream_options' is only allowed when 'stream' is true", "stream_options");
+    if (field(*so, "include_usage")) {
+      const json& v = so->at("include_usage");
+      if (!v.is_boolean()) wrong_type("stream_options.include_usage", "a boolean", v);
+      out.include_usage = v.get<bool>();
+    }
+  }
+  return out;
+}
+
+EmbeddingRequest parse_embedding_request(std::string_view body) {
+  const json req = parse_json_body(body);
+  if (!req.is_object()) wrong_type("body", "a JSON object", req);
+  EmbeddingRequest out;
+  if (const json* m = field(req, "model")) {
+    if (!m->is_string()) wrong_type("model", "a string", *m);
+    out.model = m->get<std::string>();
+  }
+  const json* input = field(req, "input");
+  if (!input) throw ApiError(400, "'input' is required", "input", "missing_required_parameter");
+  if (input->is_string()) {
+    out.inputs.push_back(input->get<std::string>());
+  } else if (input->is_array()) {
+    if (input->empty()) bad("'input' must not be an empty array", "input");
+    if (input->size() > 256) bad("'input' takes at most 256 items, got " + std::to_string(input->size()), "input");
+    for (const json& s : *input) {
+      if (!s.is_string()) wrong_type("input", "a string or an array of strings", s);
+      out.inputs.push_back(s.get<std::string>());
+    }
+  } else {
+    wrong_type("input", "a string or an array of strings", *input);
+  }
+  for (const std::string& s : out.inputs) {
+    if (s.empty()) bad("'input' strings must not be empty", "input");
+  }
+  if (const json* f = field(req, "encoding_format")) {
+    if (!f->is_string() || (*f != "float" && *f != "base64")) {
+      throw ApiError(400, "'encoding_format' must be \"float\" or \"base64\"", "encoding_format",
+                     "unsupported_value");
+    }
+    out.base64 = *f == "base64";
+  }
+  return out;
+}
+
+std::string base64_floats(const std::vector<float>& v) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::vector<uint8_t> bytes(v.size() * 4);
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint32_t u;
+    std::memcpy(&u, &v[i], 4);
+    for (int b = 0; b < 4; ++b) bytes[i * 4 + b] = static_cast<uint8_t>(u >> (8 * b));
+  }
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    const uint32_t n = (uint32_t{bytes[i]} << 16) | (i + 1 < bytes.size() ? uint32_t{bytes[i + 1]} << 8 : 0) |
+                       (i + 2 < bytes.size() ? uint32_t{bytes[i + 2]} : 0);
+    out += kAlphabet[(n >> 18) & 63];
+    out += kAlphabet[(n >> 12) & 63];
+    out += i + 1 < bytes.size() ? kAlphabet[(n >> 6) & 63] : '=';
+    out += i + 2 < bytes.size() ? kAlphabet[n & 63] : '=';
+  }
+  return out;
+}
+
+StopMatcher::StopMatcher(std::vector<std::string> stops) : stops_(std::move(stops)) {}
+
+std::string StopMatcher::push(std::string_view text) {
+  if (stopped_) return "";
+  pending_ += text;
+  // The earliest complete stop string ends the output.
+  size_t first = std::string::npos;
+  for (const std::string& s : stops_) first = std::min(first, pending_.find(s));
+  if (first != std::string::npos) {
+    stopped_ = true;
+    std::string out = pending_.substr(0, first);
+    pending_.clear();
+    return out;
+  }
+  // Hold back the longest tail that is a prefix of some stop string.
+  size_t hold = 0;
+  for (const std::string& s : stops_) {
+    for (size_t n = std::min(s.size() - 1, pending_.size()); n > hold; --n) {
+      if (pending_.compare(pending_.size() - n, n, s, 0, n) == 0) {
+        hold = n;
+        break;
+      }
+    }
+  }
+  std::string out = pending_.substr(0, pending_.size() - hold);
+  pending_.erase(0, pending_.size() - hold);
+  return out;
+}
+
+std::string StopMatcher::flush() {
+  std::string out;
+  if (!stopped_) out.swap(pending_);
+  return out;
+}
+
+json usage_json(const Usage& u) {
+  return {{"prompt_tokens", u.prompt_tokens},
+          {"completion_tokens", u.completion_tokens},
+          {"total_tokens", u.prompt_tokens + u.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
+}
+
+}  // namespace runnel::server

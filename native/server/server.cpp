@@ -1,0 +1,492 @@
+#include "native/server/server.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <random>
+
+namespace runnel::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+std::string random_id(const char* prefix) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
+  return std::string(prefix) + buf;
+}
+
+void send_error(httplib::Response& res, const ApiError& e) {
+  res.status = e.status;
+  if (e.status == 429) res.set_header("Retry-After", "1");
+  res.set_content(e.body().dump(), "application/json");
+}
+
+size_t common_prefix(const std::vector<TokenId>& a, const std::vector<TokenId>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+std::string sse(const json& j) { return "data: " + j.dump() + "\n\n"; }
+
+}  // namespace
+
+// Holds a slot for one request; gives it back when the last copy goes away (the
+// response's content provider may outlive the handler).
+class Server::Lease {
+ public:
+  Lease(Server& s, int index) : server_(s), index_(index) {}
+  ~Lease() { server_.release_slot(index_); }
+  int index() const { return index_; }
+
+ private:
+  Server& server_;
+  int index_;
+};
+
+Server::Server(std::unique_ptr<Engine> engine, ServerOptions options)
+    : engine_(std::move(engine)),
+      options_(std::move(options)),
+      chat_template_(ChatTemplate::from_model(engine_->store().model().metadata, engine_->tokenizer())),
+      http_(std::make_unique<httplib::Server>()) {
+  if (options_.slots < 1) throw std::invalid_argument("--slots must be >= 1, got " + std::to_string(options_.slots));
+  if (options_.queue < 0) throw std::invalid_argument("--queue must be >= 0, got " + std::to_string(options_.queue));
+  slots_.resize(options_.slots);
+  for (Slot& s : slots_) s.session = engine_->new_session();
+  install_routes();
+}
+
+Server::~Server() = default;
+
+void Server::run(const std::function<void(int port)>& on_listening) {
+  int port = options_.port;
+  if (port == 0) {
+    port = http_->bind_to_any_port(options_.host.c_str());
+    if (port < 0) throw std::runtime_error("cannot bind " + options_.host + " on any port");
+  } else if (!http_->bind_to_port(options_.host.c_str(), port)) {
+    throw std::runtime_error("cannot listen on " + options_.host + ":" + std::to_string(port) +
+                             " (in use, or not an address of this machine)");
+  }
+  if (on_listening) on_listening(port);
+  http_->listen_after_bind();
+}
+
+void Server::stop() {
+  if (shutting_down_.exchange(true)) return;
+  deadline_ns_ = now_ns() + static_cast<int64_t>(options_.shutdown_deadline_s * 1e9);
+  {
+    std::lock_guard<std::mutex> lock(slots_mutex_);
+    slot_freed_.notify_all();  // queued requests answer 503
+  }
+  http_->stop();
+}
+
+void Server::install_routes() {
+  httplib::Server& h = *http_;
+  h.set_payload_max_length(options_.max_body_bytes);
+  // Enough connection threads that requests beyond slots + queue reach us and get a
+  // 429 instead of waiting unseen in the accept backlog.
+  const size_t n_threads = static_cast<size_t>(options_.slots + options_.queue + 8);
+  h.new_task_queue = [n_threads] { return new httplib::ThreadPool(n_threads); };
+
+  h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!options_.cors_origin.empty()) {
+      res.set_header("Access-Control-Allow-Origin", options_.cors_origin);
+      res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+      res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+      if (req.method == "OPTIONS") {
+        res.status = 204;
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    if (!authorized(req)) {
+      send_error(res, ApiError(401, "missing or wrong API key: send 'Authorization: Bearer <key>'", "",
+                               "invalid_api_key", "authentication_error"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  h.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    std::string message = "HTTP " + std::to_string(res.status);
+    if (res.status == 404) message = "no such endpoint: " + req.method + " " + req.path;
+    if (res.status == 413) message = "request body too large";
+    res.set_content(ApiError(res.status, message).body().dump(), "application/json");
+  });
+  h.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    count_request(req.path, res.status);
+  });
+
+  h.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (shutting_down_) {
+      res.status = 503;
+      res.set_content(R"({"status":"shutting down"})", "application/json");
+      return;
+    }
+    res.set_content(R"({"status":"ok"})", "application/json");
+  });
+  h.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    const json model = {{"id", options_.model_alias},
+                        {"object", "model"},
+                        {"created", static_cast<int64_t>(std::time(nullptr))},
+                        {"owned_by", "runnel"},
+                        {"meta",
+                         {{"n_ctx", engine_->n_ctx()},
+                          {"n_vocab", engine_->config().n_vocab},
+                          {"n_embd", engine_->config().n_embd}}}};
+    res.set_content(json{{"object", "list"}, {"data", json::array({model})}}.dump(), "application/json");
+  });
+  h.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics_text(), "text/plain; version=0.0.4");
+  });
+  h.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_generation(req, res, true);
+  });
+  h.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_generation(req, res, false);
+  });
+  h.Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_embeddings(req, res);
+  });
+  if (!options_.web_root.empty()) {
+    if (!std::filesystem::exists(std::filesystem::path(options_.web_root) / "index.html")) {
+      throw std::invalid_argument("--web-root: no index.html in '" + options_.web_root + "'");
+    }
+    h.set_mount_point("/", options_.web_root);
+  }
+}
+
+bool Server::authorized(const httplib::Request& req) const {
+  if (options_.api_key.empty()) return true;
+  if (req.path == "/health" || req.path.rfind("/v1/", 0) != 0) {
+    return req.path != "/metrics" || req.get_header_value("Authorization") == "Bearer " + options_.api_key;
+  }
+  return req.get_header_value("Authorization") == "Bearer " + options_.api_key;
+}
+
+void Server::check_model_name(const std::string& model) const {
+  if (model.empty() || model == options_.model_alias) return;
+  throw ApiError(404, "model '" + model + "' does not exist; this server serves '" + options_.model_alias + "'",
+                 "model", "model_not_found");
+}
+
+std::shared_ptr<Server::Lease> Server::acquire_slot(const std::vector<TokenId>& prompt) {
+  std::unique_lock<std::mutex> lock(slots_mutex_);
+  const auto pick = [&]() -> int {
+    int best = -1;
+    size_t best_len = 0;
+    for (int i = 0; i < static_cast<int>(slots_.size()); ++i) {
+      if (slots_[i].busy) continue;
+      const size_t len = common_prefix(slots_[i].session->tokens(), prompt);
+      if (best < 0 || len > best_len) {
+        best = i;
+        best_len = len;
+      }
+    }
+    return best;
+  };
+  if (shutting_down_) throw ApiError(503, "the server is shutting down", "", "shutting_down", "server_error");
+  int slot = pick();
+  if (slot < 0) {
+    if (waiting_ >= options_.queue) {
+      throw ApiError(429, "all " + std::to_string(slots_.size()) + " slots are busy and the queue (" +
+                              std::to_string(options_.queue) + ") is full; retry later",
+                     "", "rate_limit_exceeded", "rate_limit_error");
+    }
+    ++waiting_;
+    slot_freed_.wait(lock, [&] { return shutting_down_ || pick() >= 0; });
+    --waiting_;
+    if (shutting_down_) throw ApiError(503, "the server is shutting down", "", "shutting_down", "server_error");
+    slot = pick();
+  }
+  slots_[slot].busy = true;
+  return std::make_shared<Lease>(*this, slot);
+}
+
+void Server::release_slot(int index) {
+  std::lock_guard<std::mutex> lock(slots_mutex_);
+  slots_[index].busy = false;
+  slot_freed_.notify_one();
+}
+
+Server::Outcome Server::generate(int slot, const std::vector<TokenId>& prompt, const GenerationRequest& request,
+                                 int max_tokens, const std::function<bool(const std::string&)>& emit) {
+  std::lock_guard<std::mutex> compute(compute_mutex_);
+  Session& session = *slots_[slot].session;
+  // Reuse the cached prefix; generate() recomputes the last position if nothing is new.
+  const size_t keep = common_prefix(session.tokens(), prompt);
+  session.rewind(static_cast<int>(keep));
+  const std::vector<TokenId> suffix(prompt.begin() + static_cast<std::ptrdiff_t>(keep), prompt.end());
+
+  GenerateParams gp;
+  gp.max_tokens = max_tokens;
+  gp.sampler = request.sampler;
+  StopMatcher matcher(request.stop);
+  bool client_gone = false;
+  const GenerationStats stats = session.generate(suffix, gp, [&](std::string_view piece) {
+    const std::string text = matcher.push(piece);
+    if (!text.empty() && !emit(text)) {
+      client_gone = true;
+      return false;
+    }
+    if (matcher.stopped()) return false;
+    return !(shutting_down_ && now_ns() > deadline_ns_);
+  });
+  if (!client_gone) {
+    const std::string rest = matcher.flush();
+    if (!rest.empty()) emit(rest);
+  }
+
+  Outcome out;
+  out.usage.prompt_tokens = static_cast<int>(prompt.size());
+  out.usage.cached_tokens = static_cast<int>(keep);
+  out.usage.completion_tokens = stats.n_generated;
+  const bool hit_limit = stats.stop == StopReason::MaxTokens || stats.stop == StopReason::ContextFull;
+  out.finish_reason = hit_limit && !matcher.stopped() ? "length" : "stop";
+  {
+    std::lock_guard<std::mutex> lock(metrics_mutex_);
+    prompt_tokens_ += prompt.size();
+    cached_tokens_ += keep;
+    generated_tokens_ += stats.n_generated;
+    prompt_seconds_ += stats.prompt_ms / 1000;
+    generation_seconds_ += stats.gen_ms / 1000;
+    if (stats.n_generated > 1) last_gen_tokens_per_s_ = stats.gen_tokens_per_s();
+  }
+  return out;
+}
+
+void Server::handle_generation(const httplib::Request& req, httplib::Response& res, bool chat) {
+  std::shared_ptr<Lease> lease;
+  std::vector<TokenId> prompt;
+  GenerationRequest request;
+  int max_tokens = 0;
+  try {
+    request = parse_generation_request(req.body, chat, engine_->config().n_vocab);
+    check_model_name(request.model);
+    const Tokenizer& tok = engine_->tokenizer();
+    if (chat) {
+      std::string text;
+      try {
+        text = chat_template_.apply(request.messages, true);
+      } catch (const ChatTemplateError& e) {
+        throw ApiError(400, std::string("the model's chat template refused the messages: ") + e.what(), "messages",
+                       "invalid_value");
+      }
+      // The template may write BOS itself; do not add a second one.
+      const std::string& bos = chat_template_.bos_token();
+      const bool has_bos = !bos.empty() && text.rfind(bos, 0) == 0;
+      prompt = tok.encode(text, !has_bos, true);
+    } else {
+      prompt = tok.encode(request.prompt, true, true);
+    }
+    const int n_ctx = engine_->n_ctx();
+    const int n_prompt = static_cast<int>(prompt.size());
+    if (n_prompt == 0) throw ApiError(400, "the prompt is empty after tokenization", chat ? "messages" : "prompt");
+    if (n_prompt >= n_ctx) {
+      throw ApiError(400,
+                     "the prompt is " + std::to_string(n_prompt) + " tokens but the context is " +
+                         std::to_string(n_ctx) + " (leave room for at least one generated token)",
+                     chat ? "messages" : "prompt", "context_length_exceeded");
+    }
+    if (request.max_tokens && n_prompt + *request.max_tokens > n_ctx) {
+      throw ApiError(400,
+                     "prompt (" + std::to_string(n_prompt) + " tokens) + max_tokens (" +
+                         std::to_string(*request.max_tokens) + ") exceeds the context (" + std::to_string(n_ctx) + ")",
+                     "max_tokens", "context_length_exceeded");
+    }
+    max_tokens = request.max_tokens ? *request.max_tokens : n_ctx - n_prompt;
+    request.sampler.validate();
+    lease = acquire_slot(prompt);
+  } catch (const ApiError& e) {
+    send_error(res, e);
+    return;
+  } catch (const std::invalid_argument& e) {
+    send_error(res, ApiError(400, e.what()));
+    return;
+  }
+
+  const std::string id = random_id(chat ? "chatcmpl-" : "cmpl-");
+  const int64_t created = std::time(nullptr);
+  const std::string model = options_.model_alias;
+  const std::string object = chat ? "chat.completion.chunk" : "text_completion";
+  // One streamed choice: content delta for chat, text for completions.
+  const auto chunk = [=](const std::string& text, const json& finish, bool first) {
+    json choice = {{"index", 0}, {"finish_reason", finish}, {"logprobs", nullptr}};
+    if (chat) {
+      json delta = json::object();
+      if (first) delta["role"] = "assistant";
+      if (!text.empty() || first) delta["content"] = text;
+      choice["delta"] = delta;
+    } else {
+      choice["text"] = text;
+    }
+    return json{{"id", id}, {"object", object}, {"created", created}, {"model", model}, {"choices", {choice}}};
+  };
+
+  if (request.stream) {
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [this, lease, prompt, request, max_tokens, chunk, id, created, model, object, chat](
+            size_t, httplib::DataSink& sink) {
+          const auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
+          bool ok = write(sse(chunk(chat ? "" : (request.echo ? request.prompt : ""), nullptr, true)));
+          Outcome out;
+          if (ok) {
+            out = generate(lease->index(), prompt, request, max_tokens,
+                           [&](const std::string& text) { return write(sse(chunk(text, nullptr, false))); });
+            ok = write(sse(chunk("", out.finish_reason, false)));
+            if (ok && request.include_usage) {
+              ok = write(sse(json{{"id", id},
+                                  {"object", object},
+                                  {"created", created},
+                                  {"model", model},
+                                  {"choices", json::array()},
+                                  {"usage", usage_json(out.usage)}}));
+            }
+            if (ok) write("data: [DONE]\n\n");
+          }
+          sink.done();
+          return true;
+        });
+    return;
+  }
+
+  // Not streamed: the body is still sent chunked, with a space (JSON allows leading
+  // whitespace) every few tokens, so that a client that went away is noticed and its
+  // generation cancelled instead of running to max_tokens.
+  res.set_chunked_content_provider(
+      "application/json",
+      [this, lease, prompt, request, max_tokens, id, created, model, chat](size_t, httplib::DataSink& sink) {
+        std::string text = request.echo ? request.prompt : "";
+        int n_pieces = 0;
+        const Outcome out = generate(lease->index(), prompt, request, max_tokens, [&](const std::string& piece) {
+          text += piece;
+          return ++n_pieces % 8 != 0 || sink.write(" ", 1);
+        });
+        json choice = {{"index", 0}, {"finish_reason", out.finish_reason}, {"logprobs", nullptr}};
+        if (chat) {
+          choice["message"] = {{"role", "assistant"}, {"content", text}};
+        } else {
+          choice["text"] = text;
+        }
+        const std::string body = json{{"id", id},
+                                      {"object", chat ? "chat.completion" : "text_completion"},
+                                      {"created", created},
+                                      {"model", model},
+                                      {"choices", {choice}},
+                                      {"usage", usage_json(out.usage)}}
+                                     .dump();
+        sink.write(body.data(), body.size());
+        sink.done();
+        return true;
+      });
+}
+
+void Server::handle_embeddings(const httplib::Request& req, httplib::Response& res) {
+  try {
+    const EmbeddingRequest request = parse_embedding_request(req.body);
+    check_model_name(request.model);
+    if (shutting_down_) throw ApiError(503, "the server is shutting down", "", "shutting_down", "server_error");
+    std::vector<std::vector<TokenId>> inputs;
+    int n_tokens = 0;
+    for (size_t i = 0; i < request.inputs.size(); ++i) {
+      inputs.push_back(engine_->tokenizer().encode(request.inputs[i], true, false));
+      const int n = static_cast<int>(inputs.back().size());
+      if (n > engine_->n_ctx()) {
+        throw ApiError(400,
+                       "input[" + std::to_string(i) + "] is " + std::to_string(n) + " tokens but the context is " +
+                           std::to_string(engine_->n_ctx()),
+                       "input", "context_length_exceeded");
+      }
+      n_tokens += n;
+    }
+    json data = json::array();
+    {
+      std::lock_guard<std::mutex> compute(compute_mutex_);
+      if (!embed_session_) embed_session_ = engine_->new_session();
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        const std::vector<float> e = embed_session_->embed(inputs[i]);
+        data.push_back({{"object", "embedding"},
+                        {"index", i},
+                        {"embedding", request.base64 ? json(base64_floats(e)) : json(e)}});
+      }
+    }
+    res.set_content(json{{"object", "list"},
+                         {"data", data},
+                         {"model", options_.model_alias},
+                         {"usage", {{"prompt_tokens", n_tokens}, {"total_tokens", n_tokens}}}}
+                        .dump(),
+                    "application/json");
+  } catch (const ApiError& e) {
+    send_error(res, e);
+  } catch (const std::invalid_argument& e) {
+    send_error(res, ApiError(400, e.what()));
+  }
+}
+
+void Server::count_request(const std::string& path, int status) {
+  std::lock_guard<std::mutex> lock(metrics_mutex_);
+  // Unknown paths share one label so a scanner cannot grow the table.
+  static const char* kKnown[] = {"/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/models",
+                                 "/health", "/metrics"};
+  std::string label = "other";
+  for (const char* k : kKnown) {
+    if (path == k) label = k;
+  }
+  ++requests_[label][status];
+}
+
+std::string Server::metrics_text() {
+  int busy = 0, waiting = 0, kv_tokens = 0;
+  {
+    std::lock_guard<std::mutex> lock(slots_mutex_);
+    for (const Slot& s : slots_) {
+      busy += s.busy;
+      kv_tokens += s.session->position();  // read without the compute lock: a gauge
+    }
+    waiting = waiting_;
+  }
+  std::lock_guard<std::mutex> lock(metrics_mutex_);
+  std::string out;
+  char line[256];
+  out += "# HELP runnel_requests_total HTTP requests by endpoint and status.\n# TYPE runnel_requests_total counter\n";
+  for (const auto& [path, by_status] : requests_) {
+    for (const auto& [status, n] : by_status) {
+      std::snprintf(line, sizeof line, "runnel_requests_total{endpoint=\"%s\",status=\"%d\"} %llu\n", path.c_str(),
+                    status, static_cast<unsigned long long>(n));
+      out += line;
+    }
+  }
+  const auto metric = [&](const char* name, const char* type, const char* help, double value) {
+    std::snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s %s\n%s %.6g\n", name, help, name, type, name, value);
+    out += line;
+  };
+  metric("runnel_prompt_tokens_total", "counter", "Prompt tokens received.", static_cast<double>(prompt_tokens_));
+  metric("runnel_prompt_tokens_cached_total", "counter", "Prompt tokens reused from a slot's cache.",
+         static_cast<double>(cached_tokens_));
+  metric("runnel_generated_tokens_total", "counter", "Tokens generated.", static_cast<double>(generated_tokens_));
+  metric("runnel_prompt_seconds_total", "counter", "Time spent evaluating prompts.", prompt_seconds_);
+  metric("runnel_generation_seconds_total", "counter", "Time spent generating.", generation_seconds_);
+  metric("runnel_generation_tokens_per_second", "gauge", "Generation speed of the last request.",
+         last_gen_tokens_per_s_);
+  metric("runnel_queue_depth", "gauge", "Requests waiting for a slot.", waiting);
+  metric("runnel_slots_busy", "gauge", "Slots generating now.", busy);
+  metric("runnel_slots_total", "gauge", "Slots.", static_cast<double>(slots_.size()));
+  metric("runnel_kv_cache_tokens", "gauge", "Tokens held in the slots' KV caches.", kv_tokens);
+  metric("runnel_kv_cache_capacity_tokens", "gauge", "Tokens the slots' KV caches can hold.",
+         static_cast<double>(slots_.size()) * engine_->n_ctx());
+  return out;
+}
+
+}  // namespace runnel::server

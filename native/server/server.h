@@ -1,0 +1,105 @@
+// `runnel serve`: one model behind the OpenAI HTTP API, scheduled for a 2 vCPU VM.
+//   - `slots` sessions, each keeping its conversation's KV cache: a request goes to
+//     the free slot whose cached tokens share the longest prefix with its prompt, so
+//     a multi-turn chat re-evaluates only the new turn (prefix caching).
+//   - a bounded queue of waiting requests; beyond it, 429 with Retry-After.
+//   - one request computes at a time (they share the thread pool); a client that goes
+//     away cancels its generation at the next token.
+//   - stop(): no new requests; in-flight ones finish or are cut at the deadline (their
+//     streams still end with [DONE]); run() returns when all have ended.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/chat/chat_template.h"
+#include "core/runtime/engine.h"
+#include "native/server/api.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace runnel::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;  // 0: any free port (reported to on_listening)
+  int slots = 1;
+  int queue = 8;
+  std::string api_key;      // empty: no authentication
+  std::string model_alias;  // the model id clients name; default: the file name
+  std::string cors_origin;  // empty: no CORS headers
+  std::string web_root;     // folder with index.html served at GET /; empty: none
+  size_t max_body_bytes = 8u << 20;
+  double shutdown_deadline_s = 10;
+};
+
+class Server {
+ public:
+  Server(std::unique_ptr<Engine> engine, ServerOptions options);
+  ~Server();
+
+  // Binds host:port (throws std::runtime_error naming them on failure), calls
+  // on_listening(port), and serves until stop(); returns once every request ended.
+  void run(const std::function<void(int port)>& on_listening);
+  // Begins the graceful shutdown; safe from any thread (not from a signal handler).
+  void stop();
+
+ private:
+  struct Slot {
+    std::unique_ptr<Session> session;
+    bool busy = false;
+  };
+  class Lease;
+  struct Outcome {
+    Usage usage;
+    std::string finish_reason;
+  };
+
+  void install_routes();
+  bool authorized(const httplib::Request& req) const;
+  void handle_generation(const httplib::Request& req, httplib::Response& res, bool chat);
+  void handle_embeddings(const httplib::Request& req, httplib::Response& res);
+  std::shared_ptr<Lease> acquire_slot(const std::vector<TokenId>& prompt);
+  void release_slot(int index);
+  Outcome generate(int slot, const std::vector<TokenId>& prompt, const GenerationRequest& request,
+                   int max_tokens, const std::function<bool(const std::string&)>& emit);
+  void check_model_name(const std::string& model) const;
+  std::string metrics_text();
+  void count_request(const std::string& path, int status);
+
+  std::unique_ptr<Engine> engine_;
+  ServerOptions options_;
+  ChatTemplate chat_template_;
+  std::unique_ptr<httplib::Server> http_;
+
+  std::mutex slots_mutex_;  // slots_[i].busy, waiting_, shutting_down_
+  std::condition_variable slot_freed_;
+  std::vector<Slot> slots_;
+  int waiting_ = 0;
+
+  std::mutex compute_mutex_;  // one forward pass at a time on the shared thread pool
+  std::unique_ptr<Session> embed_session_;
+
+  std::atomic<bool> shutting_down_{false};
+  std::atomic<int64_t> deadline_ns_{0};  // steady-clock time after which generations stop
+
+  std::mutex metrics_mutex_;
+  std::map<std::string, std::map<int, uint64_t>> requests_;  // path -> status -> count
+  uint64_t prompt_tokens_ = 0, cached_tokens_ = 0, generated_tokens_ = 0;
+  double prompt_seconds_ = 0, generation_seconds_ = 0;
+  double last_gen_tokens_per_s_ = 0;
+};
+
+}  // namespace runnel::server

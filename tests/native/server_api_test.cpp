@@ -1,0 +1,195 @@
+// The server's wire format without sockets: request validation (each bad input is a
+// 4xx naming the field), stop strings split across tokens, error bodies.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+#include "native/server/api.h"
+
+namespace runnel::server {
+namespace {
+
+constexpr int kVocab = 1000;
+
+GenerationRequest chat(const std::string& body) { return parse_generation_request(body, true, kVocab); }
+GenerationRequest completion(const std::string& body) { return parse_generation_request(body, false, kVocab); }
+
+// The ApiError a body raises (status, param), or fails the test if none.
+ApiError error_of(const std::string& body, bool is_chat = true) {
+  try {
+    parse_generation_request(body, is_chat, kVocab);
+  } catch (const ApiError& e) {
+    return e;
+  }
+  FAIL("no error for " << body);
+  return ApiError(0, "");
+}
+
+}  // namespace
+
+TEST_CASE("server api: a full chat request is parsed", "[server]") {
+  const GenerationRequest r = chat(R"({
+    "model": "m", "messages": [{"role": "system", "content": "S"},
+                               {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+                               {"role": "developer", "content": "D"}],
+    "max_tokens": 7, "temperature": 0.5, "top_p": 0.9, "top_k": 5, "min_p": 0.1, "seed": 42,
+    "presence_penalty": 0.5, "frequency_penalty": -0.5, "stop": ["x", "yz"], "logit_bias": {"12": 3, "13": -100},
+    "stream": true, "stream_options": {"include_usage": true}, "n": 1})");
+  CHECK(r.chat);
+  CHECK(r.model == "m");
+  REQUIRE(r.messages.size() == 3);
+  CHECK(r.messages[1].role == "user");
+  CHECK(r.messages[1].content == "ab");
+  CHECK(r.messages[2].role == "system");  // developer is the newer name of system
+  CHECK(*r.max_tokens == 7);
+  CHECK(r.sampler.temperature == 0.5f);
+  CHECK(r.sampler.top_p == 0.9f);
+  CHECK(r.sampler.top_k == 5);
+  CHECK(r.sampler.min_p == 0.1f);
+  CHECK(r.sampler.seed == 42);
+  CHECK(r.sampler.presence_penalty == 0.5f);
+  CHECK(r.sampler.frequency_penalty == -0.5f);
+  CHECK(r.stop == std::vector<std::string>{"x", "yz"});
+  REQUIRE(r.sampler.logit_bias.size() == 2);
+  CHECK(r.sampler.logit_bias[0] == std::pair<int32_t, float>{12, 3.0f});
+  CHECK(r.sampler.logit_bias[1].first == 13);
+  CHECK(std::isinf(r.sampler.logit_bias[1].second));
+  CHECK(r.stream);
+  CHECK(r.include_usage);
+}
+
+TEST_CASE("server api: defaults follow llama.cpp's server", "[server]") {
+  const GenerationRequest r = completion(R"({"prompt": ["once"]})");
+  CHECK(r.prompt == "once");
+  CHECK(!r.max_tokens);
+  CHECK(r.sampler.temperature == 0.8f);
+  CHECK(r.sampler.top_k == 40);
+  CHECK(!r.stream);
+  CHECK(completion(R"({"prompt": "x", "stop": "END"})").stop == std::vector<std::string>{"END"});
+}
+
+TEST_CASE("server api: bad requests are 400s naming the field", "[server]") {
+  struct Bad {
+    const char* body;
+    bool is_chat;
+    const char* param;
+    const char* message_part;
+  };
+  const Bad cases[] = {
+      {"{not json", true, "", "not valid JSON"},
+      {"[1, 2]", true, "body", "must be a JSON object"},
+      {"{}", true, "messages", "'messages' is required"},
+      {R"({"messages": "hi"})", true, "messages", "must be an array"},
+      {R"({"messages": []})", true, "messages", "at least one message"},
+      {R"({"messages": [{"content": "x"}]})", true, "messages[0].role", "is required"},
+      {R"({"messages": [{"role": "wizard", "content": "x"}]})", true, "messages[0].role", "wizard"},
+      {R"({"messages": [{"role": "user"}]})", true, "messages[0].content", "is required"},
+      {R"({"messages": [{"role": "user", "content": 5}]})", true, "messages[0].content", "got integer"},
+      {R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", true, "messages[0].content[0].type",
+       "text only"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "temperature": -1})", true, "temperature", "[0, 2]"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "temperature": "hot"})", true, "temperature",
+       "must be a number"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0})", true, "max_tokens", "[1, "},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 2.5})", true, "max_tokens", "an integer"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "top_p": 0})", true, "top_p", "(0, 1]"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "n": 2})", true, "n", "must be 1"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stop": ["a", "b", "c", "d", "e"]})", true, "stop",
+       "at most 4"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stop": [""]})", true, "stop", "must not be empty"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stop": 3})", true, "stop", "a string or an array"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"abc": 1}})", true, "logit_bias.abc",
+       "not a token id"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"5000": 1}})", true, "logit_bias.5000",
+       "not a token id"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"5": 101}})", true, "logit_bias.5",
+       "[-100, 100]"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stream_options": {"include_usage": true}})", true,
+       "stream_options", "only allowed when 'stream'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "presence_penalty": 3})", true, "presence_penalty",
+       "[-2, 2]"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stream": "yes"})", true, "stream", "a boolean"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "model": 3})", true, "model", "a string"},
+      {R"({})", false, "prompt", "'prompt' is required"},
+      {R"({"prompt": ""})", false, "prompt", "must not be empty"},
+      {R"({"prompt": ["a", "b"]})", false, "prompt", "exactly one string"},
+      {R"({"prompt": 12})", false, "prompt", "must be a string"},
+  };
+  for (const Bad& c : cases) {
+    INFO(c.body);
+    const ApiError e = error_of(c.body, c.is_chat);
+    CHECK(e.status == 400);
+    CHECK(e.param == c.param);
+    CHECK_THAT(e.what(), Catch::Contains(c.message_part));
+    const json body = e.body();
+    CHECK(body["error"]["message"] == e.what());
+    CHECK(body["error"]["type"] == "invalid_request_error");
+    CHECK(body["error"].contains("param"));
+    CHECK(body["error"].contains("code"));
+  }
+}
+
+TEST_CASE("server api: embeddings input", "[server]") {
+  CHECK(parse_embedding_request(R"({"input": "a"})").inputs == std::vector<std::string>{"a"});
+  CHECK(parse_embedding_request(R"({"input": ["a", "b"], "model": "m"})").inputs.size() == 2);
+  REQUIRE_THROWS_AS(parse_embedding_request(R"({"input": []})"), ApiError);
+  REQUIRE_THROWS_AS(parse_embedding_request(R"({"input": [1]})"), ApiError);
+  REQUIRE_THROWS_AS(parse_embedding_request(R"({})"), ApiError);
+  CHECK(parse_embedding_request(R"({"input": "a", "encoding_format": "base64"})").base64);
+  REQUIRE_THROWS_AS(parse_embedding_request(R"({"input": "a", "encoding_format": "hex"})"), ApiError);
+  // 1.0f = 00 00 80 3f, -2.0f = 00 00 00 c0 (little-endian)
+  CHECK(base64_floats({1.0f}) == "AACAPw==");
+  CHECK(base64_floats({1.0f, -2.0f}) == "AACAPwAAAMA=");
+}
+
+TEST_CASE("server api: stop strings are never emitted, even split across pieces", "[server]") {
+  SECTION("split over three pieces") {
+    StopMatcher m({"</end>"});
+    std::string out = m.push("Hello </");
+    CHECK(out == "Hello ");
+    out += m.push("en");
+    CHECK(!m.stopped());
+    out += m.push("d> more");
+    CHECK(m.stopped());
+    CHECK(out == "Hello ");
+    CHECK(m.push("after") == "");
+    CHECK(m.flush() == "");
+  }
+  SECTION("a false start is released") {
+    StopMatcher m({"STOP"});
+    std::string out = m.push("ST");
+    CHECK(out.empty());
+    out += m.push("AR");
+    CHECK(out == "STAR");
+    out += m.push("T");
+    CHECK(out == "START");
+    CHECK(m.flush() == "");
+  }
+  SECTION("held-back text comes out at the end") {
+    StopMatcher m({"abc"});
+    CHECK(m.push("xab") == "x");
+    CHECK(m.flush() == "ab");
+  }
+  SECTION("the earliest of several stops wins") {
+    StopMatcher m({"bb", "a"});
+    CHECK(m.push("xbbya") == "x");
+    CHECK(m.stopped());
+  }
+  SECTION("no stops: everything passes") {
+    StopMatcher m({});
+    CHECK(m.push("abc") == "abc");
+    CHECK(m.flush() == "");
+  }
+}
+
+TEST_CASE("server api: usage and error bodies", "[server]") {
+  const json u = usage_json({10, 5, 3});
+  CHECK(u["total_tokens"] == 15);
+  CHECK(u["prompt_tokens_details"]["cached_tokens"] == 3);
+  const ApiError e(429, "busy", "", "rate_limit_exceeded", "rate_limit_error");
+  CHECK(e.body()["error"]["param"].is_null());
+  CHECK(e.body()["error"]["type"] == "rate_limit_error");
+}
+
+}  // namespace runnel::server

@@ -1,0 +1,59 @@
+// Starts `runnel serve` on a free port for a test and stops it afterwards.
+//   RUNNEL_BIN / RUNNEL_BINARY: the binary (default build-release/runnel)
+//   RUNNEL_MODEL: the GGUF (default models/SmolLM2-135M-Instruct.Q4_1.gguf)
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+export const binary = process.env.RUNNEL_BIN ?? process.env.RUNNEL_BINARY ?? path.join(root, 'build-release/runnel');
+export const model = process.env.RUNNEL_MODEL ?? path.join(root, 'models/SmolLM2-135M-Instruct.Q4_1.gguf');
+
+if (!existsSync(binary)) throw new Error(`no runnel binary at ${binary} (build it, or set RUNNEL_BIN)`);
+if (!existsSync(model)) throw new Error(`no model at ${model} (run scripts/fetch_models.sh, or set RUNNEL_MODEL)`);
+
+// Resolves to { url, port, child, stderr(), exited } once the server listens.
+export function startServer(extraArgs = [], { timeoutMs = 60000 } = {}) {
+  const child = spawn(binary, ['serve', '-m', model, '--port', '0', ...extraArgs], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`runnel serve did not start in ${timeoutMs} ms:\n${stderr}`));
+    }, timeoutMs);
+    child.stderr.on('data', (d) => {
+      stderr += d;
+      const m = stderr.match(/listening on http:\/\/([\d.]+):(\d+)/);
+      if (m && timer) {
+        clearTimeout(timer);
+        const port = Number(m[2]);
+        resolve({ url: `http://127.0.0.1:${port}`, port, child, exited, stderr: () => stderr });
+      }
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`runnel serve exited with ${code} before listening:\n${stderr}`));
+    });
+  });
+}
+
+export async function stopServer(server) {
+  if (server.child.exitCode !== null) return server.exited;
+  server.child.kill('SIGTERM');
+  return server.exited;
+}
+
+// Prometheus text -> { name or name{labels}: value }.
+export function parseMetrics(text) {
+  const out = {};
+  for (const line of text.split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const at = line.lastIndexOf(' ');
+    out[line.slice(0, at)] = Number(line.slice(at + 1));
+  }
+  return out;
+}
