@@ -1,5 +1,7 @@
 #include "native/mmap_store.h"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -68,11 +70,15 @@ void MmapStore::map_file(const std::string& path) {
   const size_t n_bytes = static_cast<size_t>(st.st_size);
   void* addr = ::mmap(nullptr, n_bytes, PROT_READ, MAP_PRIVATE, fd, 0);
   if (addr == MAP_FAILED) os_error("cannot mmap", path, errno);
-  maps_.push_back(Mapping{addr, n_bytes});
+  const int kept_fd = ::dup(fd);  // for posix_fadvise; -1 only disables page-cache drops
+  maps_.push_back(Mapping{addr, n_bytes, kept_fd});
 }
 
 MmapStore::~MmapStore() {
-  for (const Mapping& m : maps_) ::munmap(m.addr, m.n_bytes);
+  for (const Mapping& m : maps_) {
+    ::munmap(m.addr, m.n_bytes);
+    if (m.fd >= 0) ::close(m.fd);
+  }
 }
 
 std::span<const uint8_t> MmapStore::mapped_bytes(size_t file_index) const {
@@ -104,6 +110,45 @@ void MmapStore::prefetch(int layer) {
     auto* base = static_cast<uint8_t*>(maps_[r.file_index].addr);
     // A hint only: failure changes nothing about correctness.
     (void)::madvise(base + begin, r.start + r.n_bytes - begin, MADV_WILLNEED);
+  }
+}
+
+int MmapStore::set_streaming(uint64_t layer_budget_bytes) {
+  int n_layers = 0;
+  for (const auto& [layer, ranges] : layer_ranges_) n_layers = std::max(n_layers, layer + 1);
+  streamed_.assign(static_cast<size_t>(n_layers), false);
+  uint64_t used = 0;
+  int n_streamed = 0;
+  for (int l = 0; l < n_layers; ++l) {
+    uint64_t bytes = 0;
+    for (const Range& r : layer_ranges_[l]) bytes += r.n_bytes;
+    if (n_streamed == 0 && used + bytes <= layer_budget_bytes) {
+      used += bytes;  // resident for good
+    } else {
+      streamed_[l] = true;
+      ++n_streamed;
+    }
+  }
+  if (n_streamed == 0) streamed_.clear();
+  return n_streamed;
+}
+
+void MmapStore::acquire(int layer) {
+  if (layer >= 0 && static_cast<size_t>(layer) < streamed_.size() && streamed_[layer]) prefetch(layer);
+}
+
+void MmapStore::release(int layer) {
+  if (layer < 0 || static_cast<size_t>(layer) >= streamed_.size() || !streamed_[layer]) return;
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  for (const Range& r : layer_ranges_[layer]) {
+    // Whole pages inside the range only: a page shared with a neighbour stays.
+    const uint64_t begin = (r.start + page - 1) / page * page;
+    const uint64_t end = (r.start + r.n_bytes) / page * page;
+    if (end <= begin) continue;
+    const Mapping& m = maps_[r.file_index];
+    (void)::madvise(static_cast<uint8_t*>(m.addr) + begin, end - begin, MADV_DONTNEED);
+    if (m.fd >= 0) (void)::posix_fadvise(m.fd, static_cast<off_t>(begin), static_cast<off_t>(end - begin),
+                                         POSIX_FADV_DONTNEED);
   }
 }
 

@@ -34,6 +34,16 @@ class MmapStore : public WeightStore {
   // layer -1 means the tensors outside blk.N.
   void prefetch(int layer) override;
 
+  // Streaming residency, for weights larger than the memory budget: the first layers
+  // whose bytes fit `layer_budget_bytes` stay resident; every later layer is released
+  // after use (its pages dropped from the mapping and the page cache) while the next
+  // one is read ahead (MADV_WILLNEED). Tensors outside layers always stay.
+  // Returns how many layers are streamed.
+  int set_streaming(uint64_t layer_budget_bytes);
+  bool streaming() const { return !streamed_.empty(); }
+  void acquire(int layer) override;
+  void release(int layer) override;
+
   // The whole mapping of file `file_index` of the model (diagnostics and tests).
   std::span<const uint8_t> mapped_bytes(size_t file_index) const;
 
@@ -41,6 +51,7 @@ class MmapStore : public WeightStore {
   struct Mapping {
     void* addr = nullptr;
     size_t n_bytes = 0;
+    int fd = -1;  // kept open for posix_fadvise when streaming
   };
   struct Range {
     uint32_t file_index;
@@ -55,6 +66,7 @@ class MmapStore : public WeightStore {
   std::vector<Mapping> maps_;  // one per file, in model order
   GgufModel model_;
   std::map<int, std::vector<Range>> layer_ranges_;
+  std::vector<bool> streamed_;  // per layer: released after use
 };
 
 // The layer index of a tensor named "blk.N.*", or -1.

@@ -21,6 +21,23 @@ DotKernels f16_dot() {
   return DotKernels{f16.vec_dot, kernels().of(f16.vec_dot_type).quantize_row};
 }
 
+// The same for a quantized cache (layouts in core/kv/kv_cache.h).
+void attend_one_quantized(const ModelConfig& c, const KvCache& kv, int layer, const float* q, int kv_head,
+                          int n_past, float scale, float* scores, uint8_t* act, float* v_tmp, float* out) {
+  const TypeKernels& t = kernels().of(kv.type());
+  const int n = n_past + 1;
+  kernels().of(t.vec_dot_type).quantize_row(q, act, c.head_dim);
+  const size_t k_off = row_bytes(kv.type(), static_cast<int64_t>(kv_head) * c.head_dim);
+  for (int p = 0; p < n; ++p) scores[p] = t.vec_dot(c.head_dim, kv.k_row(layer, p) + k_off, act) * scale;
+  float_ops().softmax(scores, n);
+  const size_t v_off = row_bytes(kv.type(), static_cast<int64_t>(kv_head) * c.head_dim_v);
+  std::fill(out, out + c.head_dim_v, 0.0f);
+  for (int p = 0; p < n; ++p) {
+    t.dequantize_row(kv.v_pos(layer, p) + v_off, v_tmp, c.head_dim_v);
+    float_ops().axpy(v_tmp, out, c.head_dim_v, scores[p]);
+  }
+}
+
 // One query head of one token against positions [0, n_past].
 void attend_one(const ModelConfig& c, const KvCache& kv, int layer, const float* q, int kv_head,
                 int n_past, float scale, const DotKernels& k, float* scores, uint8_t* act,
@@ -42,7 +59,7 @@ void attend_one(const ModelConfig& c, const KvCache& kv, int layer, const float*
 }  // namespace
 
 AttentionScratch::AttentionScratch(int n_tasks, int n_ctx, int head_dim)
-    : n_tasks_(n_tasks), n_ctx_(n_ctx) {
+    : n_tasks_(n_tasks), n_ctx_(n_ctx), head_dim_(head_dim) {
   const GgmlType fmt = kernels().of(GgmlType::F16).vec_dot_type;
   if (traits(fmt).block_size != 1) {
     throw std::logic_error("attention needs an unblocked F16 dot format, the kernels use " +
@@ -52,6 +69,7 @@ AttentionScratch::AttentionScratch(int n_tasks, int n_ctx, int head_dim)
   act_stride_ = (act_stride_ + 63) / 64 * 64;  // tasks' rows on separate cache lines
   scores_.resize(static_cast<size_t>(n_tasks) * n_ctx);
   act_.resize(static_cast<size_t>(n_tasks) * act_stride_);
+  v_tmp_.resize(static_cast<size_t>(n_tasks) * head_dim);
 }
 
 void attention(Parallel& par, const ModelConfig& c, const KvCache& kv, int layer, const float* q,
@@ -66,9 +84,14 @@ void attention(Parallel& par, const ModelConfig& c, const KvCache& kv, int layer
     for (int pair = static_cast<int>(split_begin(n_pairs, task, n_tasks)); pair < end; ++pair) {
       const int i = pair / c.n_head;
       const int h = pair % c.n_head;
-      attend_one(c, kv, layer, q + static_cast<size_t>(i) * c.q_dim() + h * c.head_dim, h / group,
-                 pos0 + i, scale, k, scratch.scores(task), scratch.act(task),
-                 out + static_cast<size_t>(i) * c.attn_out_dim() + h * c.head_dim_v);
+      const float* qh = q + static_cast<size_t>(i) * c.q_dim() + h * c.head_dim;
+      float* oh = out + static_cast<size_t>(i) * c.attn_out_dim() + h * c.head_dim_v;
+      if (kv.v_transposed()) {
+        attend_one(c, kv, layer, qh, h / group, pos0 + i, scale, k, scratch.scores(task), scratch.act(task), oh);
+      } else {
+        attend_one_quantized(c, kv, layer, qh, h / group, pos0 + i, scale, scratch.scores(task), scratch.act(task),
+                             scratch.v_tmp(task), oh);
+      }
     }
   };
   par.run(n_tasks, std::ref(task_fn));  // a reference fits std::function without allocating

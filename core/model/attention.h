@@ -20,12 +20,16 @@ class AttentionScratch {
 
   int n_tasks() const { return n_tasks_; }
   float* scores(int task) { return scores_.data() + static_cast<size_t>(task) * n_ctx_; }
-  // Room for one query head or one row of probabilities in the F16 dot's format.
+  // Room for one query head or one row of probabilities in the F16 dot's format (or
+  // a query head in a quantized cache's activation format).
   uint8_t* act(int task) { return act_.data() + static_cast<size_t>(task) * act_stride_; }
+  // [head_dim] floats: a dequantized V row slice (quantized caches).
+  float* v_tmp(int task) { return v_tmp_.data() + static_cast<size_t>(task) * head_dim_; }
 
  private:
-  int n_tasks_, n_ctx_;
+  int n_tasks_, n_ctx_, head_dim_;
   size_t act_stride_;
+  std::vector<float> v_tmp_;   // [n_tasks][head_dim]
   std::vector<float> scores_;  // [n_tasks][n_ctx]
   std::vector<uint8_t> act_;   // [n_tasks][max(n_ctx, head_dim) in the dot's format]
 };
@@ -33,7 +37,9 @@ class AttentionScratch {
 // For each token i of the batch (position pos0 + i) and query head h:
 //   out[i][h] = softmax(q[i][h] . K[0..pos0+i] / sqrt(head_dim)) . V[0..pos0+i]
 // The batch's own k, v must already be in `kv` (layer `layer`). Queries and
-// probabilities are rounded to the F16 dot's partner format (f16), like llama.cpp.
+// probabilities are rounded to the F16 dot's partner format (f16), like llama.cpp;
+// with a q8_0/q4_0 cache, queries are quantized to the type's partner format (Q8_0)
+// and values are accumulated from dequantized rows in float.
 //   q     [n_tokens, n_head * head_dim]
 //   out   [n_tokens, n_head * head_dim_v]
 // (token, head) pairs are split statically over n_tasks_for(par, pairs) tasks (at most

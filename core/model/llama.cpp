@@ -50,7 +50,7 @@ ForwardScratch::ForwardScratch(const ModelConfig& c, int n_batch_, int n_ctx, in
       bias_v(c.v_dim()),
       rope(static_cast<size_t>(n_batch_) * c.n_rot),
       logits(static_cast<size_t>(all_logits ? n_batch_ : 1) * c.n_vocab),
-      att(n_tasks_, n_ctx, c.head_dim) {}
+      att(n_tasks_, n_ctx, std::max(c.head_dim, c.head_dim_v)) {}
 
 LlamaModel::LlamaModel(const ModelConfig& config, WeightStore& store)
     : config_(config), store_(store) {
@@ -101,6 +101,28 @@ size_t LlamaModel::max_activation_row_bytes() const {
   }
   consider(output_);
   return max_bytes;
+}
+
+void LlamaModel::rerotate_keys(KvCache& kv, int pos, int count, int delta) const {
+  const ModelConfig& c = config_;
+  const FloatOps& ops = float_ops();
+  RopeParams rp;
+  rp.n_rot = c.n_rot;
+  rp.freq_base = c.rope_freq_base;
+  rp.freq_scale = c.rope_freq_scale;
+  rp.freq_factors = rope_freqs_.empty() ? nullptr : rope_freqs_.data();
+  std::vector<float> cos_sin(c.n_rot);  // [n_rot] the rotation by delta
+  ops.rope_cos_sin(delta, rp, cos_sin.data());
+  const TypeKernels& k = kernels().of(kv.type());
+  std::vector<float> row(c.kv_dim());  // [kv_dim] one position's keys
+  for (int l = 0; l < c.n_layer; ++l) {
+    for (int p = pos; p < pos + count; ++p) {
+      uint8_t* bytes = kv.k_row_mut(l, p);
+      k.dequantize_row(bytes, row.data(), c.kv_dim());
+      rope_heads(ops, c, row.data(), c.n_head_kv, cos_sin.data());
+      k.quantize_row(row.data(), bytes, c.kv_dim());
+    }
+  }
 }
 
 void LlamaModel::forward(std::span<const int32_t> tokens, int pos0, bool all_logits, KvCache& kv,

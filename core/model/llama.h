@@ -63,6 +63,10 @@ class LlamaModel {
   // (pos0 + n <= kv.n_ctx()), storing their k, v in `kv`. Writes s.logits: the last
   // token's [n_vocab], or [n, n_vocab] for all tokens when all_logits (s must have
   // been made with all_logits then). The caller validates; this does not throw.
+  // Rotates the cached keys of positions [pos, pos + count) by `delta` positions (RoPE
+  // angles add up), after a context shift moved them. Allocation: one row buffer.
+  void rerotate_keys(KvCache& kv, int pos, int count, int delta) const;
+
   // With hidden_out [n, n_embd] (embeddings): writes every token's final-norm hidden
   // state there instead of computing logits.
   void forward(std::span<const int32_t> tokens, int pos0, bool all_logits, KvCache& kv,

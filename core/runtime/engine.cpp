@@ -40,6 +40,18 @@ std::unique_ptr<Engine> Engine::load(std::unique_ptr<WeightStore> store,
     throw GgufError("tokenizer has " + std::to_string(e->tokenizer_->n_vocab()) +
                     " tokens but the model's vocabulary is " + std::to_string(config.n_vocab));
   }
+  if (options.kv_type != GgmlType::F16) {
+    const int block = static_cast<int>(traits(options.kv_type).block_size);
+    if (options.kv_type != GgmlType::Q8_0 && options.kv_type != GgmlType::Q4_0) {
+      throw std::invalid_argument("KV cache type " + std::string(traits(options.kv_type).name) +
+                                  " is not supported (f16, q8_0, q4_0)");
+    }
+    if (config.head_dim % block != 0 || config.head_dim_v % block != 0) {
+      throw std::invalid_argument("--kv-type " + std::string(kv_type_name(options.kv_type)) +
+                                  " needs a head size that is a multiple of " + std::to_string(block) +
+                                  "; this model's is " + std::to_string(config.head_dim));
+    }
+  }
   e->store_ = std::move(store);
   e->model_ = std::make_unique<LlamaModel>(config, *e->store_);
   e->options_ = options;
@@ -60,8 +72,8 @@ std::unique_ptr<Session> Engine::new_session() {
 
 Session::Session(Engine& engine)
     : engine_(engine),
-      kv_(engine.config().n_layer, engine.n_ctx(), engine.config().kv_dim(),
-          engine.config().v_dim()),
+      kv_(engine.config().n_layer, engine.n_ctx(), engine.config().kv_dim(), engine.config().v_dim(),
+          engine.options().kv_type),
       scratch_(*engine.model_, engine.options().n_batch, engine.n_ctx(),
                n_tasks_for(*engine.options().parallel, std::numeric_limits<int>::max()),
                engine.options().all_logits) {
@@ -155,6 +167,29 @@ std::vector<float> Session::embed(std::span<const TokenId> tokens) {
     out[d] = norm > 0 ? static_cast<float>(sum[d] / n_total / norm) : 0.0f;
   }
   return out;
+}
+
+void Session::restore(std::vector<TokenId> tokens, int n_cached, const uint8_t* kv_bytes, size_t n_bytes) {
+  const int n = n_cached;
+  if (n < 0 || n > static_cast<int>(tokens.size())) {
+    throw std::invalid_argument("the saved cache holds " + std::to_string(n_cached) + " positions for " +
+                                std::to_string(tokens.size()) + " tokens");
+  }
+  if (static_cast<int>(tokens.size()) > kv_.n_ctx()) {
+    throw std::invalid_argument("the saved session holds " + std::to_string(tokens.size()) + " tokens but the context is " +
+                                std::to_string(kv_.n_ctx()));
+  }
+  const int n_vocab = engine_.config().n_vocab;
+  for (const TokenId t : tokens) {
+    if (t < 0 || t >= n_vocab) throw std::invalid_argument("saved token id " + std::to_string(t) + " is outside the vocabulary");
+  }
+  reset();
+  if (!kv_.load_positions(n, kv_bytes, n_bytes)) {
+    throw std::invalid_argument("the saved cache is " + std::to_string(n_bytes) + " bytes; " + std::to_string(n) +
+                                " positions need " + std::to_string(static_cast<size_t>(n) * kv_.position_bytes()));
+  }
+  tokens_ = std::move(tokens);
+  n_evaluated_ = n;
 }
 
 void Session::rewind(int n_keep) {

@@ -23,6 +23,11 @@ namespace runnel {
 struct EngineOptions {
   int n_ctx = 0;     // tokens a session holds; 0: min(model's context_length, 4096)
   int n_batch = 64;  // tokens per forward pass while evaluating a prompt
+  // KV cache element type: F16 (default), Q8_0 or Q4_0 (parse_kv_type).
+  GgmlType kv_type = GgmlType::F16;
+  // When the context fills during generation: keep the first n_keep tokens, drop the
+  // oldest half of the rest and go on (a context shift). -1: stop (ContextFull).
+  int n_keep = -1;
   // Sessions keep every position's logits of a batch (Session::eval_all: tests,
   // perplexity); costs n_batch * n_vocab floats.
   bool all_logits = false;
@@ -120,6 +125,18 @@ class Session {
   int position() const { return static_cast<int>(tokens_.size()); }  // tokens in history
   int n_ctx() const { return kv_.n_ctx(); }
   const std::vector<TokenId>& tokens() const { return tokens_; }
+  // For session files (core/runtime/session_file.h): the cache and how many history
+  // tokens it holds; restore() replaces the history with `tokens`, the cache entries
+  // of the first n_cached given as KvCache::save_positions wrote them. Throws
+  // std::invalid_argument if they do not fit this session or the bytes do not match.
+  const KvCache& kv_cache() const { return kv_; }
+  int n_evaluated() const { return n_evaluated_; }
+  // The first n_cached tokens are in kv_bytes; the rest are evaluated on demand.
+  void restore(std::vector<TokenId> tokens, int n_cached, const uint8_t* kv_bytes, size_t n_bytes);
+
+  // Context shifts done by generate() so far (EngineOptions::n_keep).
+  int n_context_shifts() const { return n_context_shifts_; }
+
   // Forgets history past the first n_keep tokens (their cache entries stay valid).
   void rewind(int n_keep);
   void reset() { rewind(0); }
@@ -128,6 +145,8 @@ class Session {
   void check_fits(size_t n_new, std::string_view what) const;
   void append(std::span<const TokenId> tokens);  // validates, then adds to the history
   void run_pending(bool all_logits, std::vector<float>* all_out);
+  bool shifts_context() const;
+  void shift_context();
 
   Engine& engine_;
   KvCache kv_;
@@ -135,6 +154,7 @@ class Session {
   std::vector<TokenId> tokens_;  // the history; [0, n_evaluated_) are in the cache
   int n_evaluated_ = 0;
   std::span<float> last_logits_;
+  int n_context_shifts_ = 0;
 };
 
 }  // namespace runnel

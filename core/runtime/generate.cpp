@@ -2,6 +2,7 @@
 // and evaluate one token at a time).
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -37,6 +38,11 @@ int Session::check_request(const std::vector<TokenId>& prompt, const GeneratePar
   const int n_ctx = kv_.n_ctx();
   const int after_prompt = position() + static_cast<int>(prompt.size());
   const int room = n_ctx - after_prompt;  // tokens that can still join the history
+  if (shifts_context()) {
+    // The context shifts when full: any length works (-1: until end of generation).
+    if (after_prompt > n_ctx) check_fits(prompt.size(), "prompt");
+    return params.max_tokens < 0 ? std::numeric_limits<int>::max() : params.max_tokens;
+  }
   const int max_gen = params.max_tokens < 0 ? room : params.max_tokens;
   if (max_gen > room) {
     throw std::invalid_argument("prompt (" + std::to_string(after_prompt) + " tokens" +
@@ -86,6 +92,7 @@ GenerationStats Session::generate(const std::vector<TokenId>& prompt, const Gene
       break;
     }
     sampler.accept(id);
+    if (position() == kv_.n_ctx() && shifts_context()) shift_context();
     tokens_.push_back(id);  // pending: evaluated when more is asked of this session
     last_logits_ = {};
     ++stats.n_generated;
@@ -99,6 +106,23 @@ GenerationStats Session::generate(const std::vector<TokenId>& prompt, const Gene
   if (!rest.empty() && on_piece) on_piece(rest);
   stats.gen_ms = ms_since(gen_start);
   return stats;
+}
+
+bool Session::shifts_context() const { return engine_.options().n_keep >= 0; }
+
+void Session::shift_context() {
+  // Keep the first n_keep tokens (a system prompt), drop the oldest half of the rest,
+  // slide the remainder down in the cache and re-rotate its keys to their new
+  // positions, as llama.cpp's context shift does. Everything is evaluated here.
+  const int n_ctx = kv_.n_ctx();
+  const int n_keep = std::min(engine_.options().n_keep, n_ctx - 2);
+  const int n_discard = std::max(1, (position() - n_keep) / 2);
+  const int n_moved = n_evaluated_ - n_keep - n_discard;
+  kv_.move_positions(n_keep + n_discard, n_keep, n_moved);
+  engine_.model_->rerotate_keys(kv_, n_keep, n_moved, -n_discard);
+  tokens_.erase(tokens_.begin() + n_keep, tokens_.begin() + n_keep + n_discard);
+  n_evaluated_ -= n_discard;
+  ++n_context_shifts_;
 }
 
 }  // namespace runnel

@@ -13,6 +13,7 @@
 #include "kernels/kernels.h"
 #include "native/cli/args.h"
 #include "native/cli/commands.h"
+#include "native/cli/model_loader.h"
 #include "native/cpu_topology.h"
 #include "native/mmap_store.h"
 #include "native/server/server.h"
@@ -37,8 +38,9 @@ std::string find_web_root(const std::string& executable) {
 }  // namespace
 
 int serve_command(const std::vector<std::string>& args) {
-  std::string model_path;
+  std::string model_path, kv_type = "f16", mem_budget, session_path;
   int n_ctx = 0, n_threads = 0;
+  bool dry_run = false;
   server::ServerOptions so;
   ArgParser p("runnel serve -m FILE [options]",
               "Serves the model in FILE over the OpenAI API (/v1/chat/completions, /v1/completions,\n"
@@ -54,6 +56,13 @@ int serve_command(const std::vector<std::string>& args) {
   p.string_option("--model-alias", &so.model_alias, "NAME", "model id for clients (default: the file name)");
   p.string_option("--cors", &so.cors_origin, "ORIGIN", "allow browser requests from ORIGIN (default: none)");
   p.string_option("--web-root", &so.web_root, "DIR", "folder served at / (default: the repository's web/)");
+  p.string_option("--kv-type", &kv_type, "TYPE", "KV cache type: f16 (default), q8_0, q4_0");
+  p.string_option("--mem-budget", &mem_budget, "SIZE",
+                  "memory to stay within, e.g. 2.5G (default: cgroup limit, else MemAvailable);\n"
+                  "weights beyond it are streamed from the file layer by layer");
+  p.flag("--dry-run", &dry_run, "print the memory plan (all slots) and exit");
+  p.string_option("--session", &session_path, "FILE",
+                  "slot 0's conversation: restored from FILE at start if it exists, saved at exit");
   float shutdown_s = static_cast<float>(so.shutdown_deadline_s);
   p.float_option("--shutdown-timeout", &shutdown_s,
                  "seconds in-flight generations may run on after SIGTERM/SIGINT (default 10)");
@@ -82,11 +91,19 @@ int serve_command(const std::vector<std::string>& args) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
 
-  EngineOptions eo;
-  eo.n_ctx = n_ctx;
-  const int threads = n_threads > 0 ? n_threads : physical_core_count();
-  eo.parallel = std::make_shared<ThreadPool>(threads);
-  server::Server server(Engine::load(MmapStore::open(model_path), eo), so);
+  LoadRequest lr;
+  lr.model = model_path;
+  lr.n_ctx = n_ctx;
+  lr.n_threads = n_threads;
+  lr.kv_type = kv_type;
+  lr.mem_budget = mem_budget;
+  lr.n_sessions = so.slots + 1;  // + the embeddings session
+  lr.dry_run = dry_run;
+  LoadedModel loaded = load_model(lr);
+  if (dry_run) return loaded.dry_run_status;
+  const int threads = loaded.n_threads;
+  so.session_path = session_path;
+  server::Server server(std::move(loaded.engine), so);
 
   std::thread signal_thread([&server, stop_signals] {
     int sig = 0;
@@ -97,9 +114,14 @@ int serve_command(const std::vector<std::string>& args) {
   });
   try {
     server.run([&](int port) {
-      std::fprintf(stderr, "runnel serve: listening on http://%s:%d (model %s, %d slot%s, %d threads, %s kernels%s)\n",
+      std::fprintf(stderr,
+                   "runnel serve: listening on http://%s:%d (model %s, %d slot%s, %d threads, %s kernels, kv %s%s%s)\n",
                    so.host.c_str(), port, so.model_alias.c_str(), so.slots, so.slots == 1 ? "" : "s", threads,
-                   std::string(kernels().isa).c_str(), so.web_root.empty() ? "" : ", demo page at /");
+                   std::string(kernels().isa).c_str(), kv_type.c_str(),
+                   loaded.n_streamed_layers > 0
+                       ? (", streaming " + std::to_string(loaded.n_streamed_layers) + " layers").c_str()
+                       : "",
+                   so.web_root.empty() ? "" : ", demo page at /");
     });
   } catch (...) {
     pthread_kill(signal_thread.native_handle(), SIGTERM);

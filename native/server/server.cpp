@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include "core/runtime/session_file.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
@@ -63,6 +65,13 @@ Server::Server(std::unique_ptr<Engine> engine, ServerOptions options)
   if (options_.queue < 0) throw std::invalid_argument("--queue must be >= 0, got " + std::to_string(options_.queue));
   slots_.resize(options_.slots);
   for (Slot& s : slots_) s.session = engine_->new_session();
+  if (!options_.session_path.empty()) {
+    fingerprint_ = model_fingerprint(engine_->store().model());
+    if (load_session_file(options_.session_path, *slots_[0].session, fingerprint_)) {
+      std::fprintf(stderr, "runnel serve: slot 0 restored %d tokens from %s\n", slots_[0].session->position(),
+                   options_.session_path.c_str());
+    }
+  }
   install_routes();
 }
 
@@ -79,6 +88,15 @@ void Server::run(const std::function<void(int port)>& on_listening) {
   }
   if (on_listening) on_listening(port);
   http_->listen_after_bind();
+  save_session();
+}
+
+void Server::save_session() {
+  if (options_.session_path.empty()) return;
+  std::lock_guard<std::mutex> compute(compute_mutex_);
+  save_session_file(options_.session_path, *slots_[0].session, fingerprint_);
+  std::fprintf(stderr, "runnel serve: slot 0 saved %d tokens to %s\n", slots_[0].session->position(),
+               options_.session_path.c_str());
 }
 
 void Server::stop() {

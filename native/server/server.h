@@ -43,6 +43,7 @@ struct ServerOptions {
   std::string web_root;     // folder with index.html served at GET /; empty: none
   size_t max_body_bytes = 8u << 20;
   double shutdown_deadline_s = 10;
+  std::string session_path;  // slot 0's conversation: restored at start, saved at stop
 };
 
 class Server {
@@ -78,6 +79,7 @@ class Server {
   void check_model_name(const std::string& model) const;
   std::string metrics_text();
   void count_request(const std::string& path, int status);
+  void save_session();
 
   std::unique_ptr<Engine> engine_;
   ServerOptions options_;
@@ -94,6 +96,7 @@ class Server {
 
   std::atomic<bool> shutting_down_{false};
   std::atomic<int64_t> deadline_ns_{0};  // steady-clock time after which generations stop
+  uint64_t fingerprint_ = 0;              // of the model, for session files
 
   std::mutex metrics_mutex_;
   std::map<std::string, std::map<int, uint64_t>> requests_;  // path -> status -> count

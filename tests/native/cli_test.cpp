@@ -222,8 +222,22 @@ TEST_CASE("run refuses requests beyond the context before starting", "[cli]") {
     std::ofstream f(model, std::ios::binary);
     f.write(reinterpret_cast<const char*>(m.bytes.data()), m.bytes.size());
   }
-  check_usage_error(dir, "run -m '" + model + "' -p 'a b c' -c 16 -n 100",
+  // --keep -1 turns the context shift off: too many tokens are refused up front...
+  check_usage_error(dir, "run -m '" + model + "' -p 'a b c' -c 16 -n 100 --keep -1",
                     "prompt (4 tokens) + max_tokens (100) exceeds the context (16)");
+  // ...by default the context shifts and generation runs to the end.
+  const CliResult shifted = runnel_cli(dir, "run -m '" + model + "' -p 'a b c' -c 16 -n 100 --temp 0");
+  CHECK(shifted.status == 0);
+  CHECK_THAT(shifted.err, Catch::Contains("generation: 100 tokens") && Catch::Contains("context shifts"));
+  // The memory plan: printed by --dry-run; a budget too small is refused with numbers.
+  const CliResult plan = runnel_cli(dir, "run -m '" + model + "' -p x --dry-run");
+  CHECK(plan.status == 0);
+  CHECK_THAT(plan.out, Catch::Contains("memory plan:") && Catch::Contains("kv cache") && Catch::Contains("fits"));
+  check_usage_error(dir, "run -m '" + model + "' -p x --mem-budget 1M",
+                    "the model does not fit the memory budget: 48.5 MiB needed even when streaming (kv cache 0.0 "
+                    "MiB), budget 1.0 MiB (--mem-budget); lower -c, use --kv-type q8_0, or raise --mem-budget (see "
+                    "--dry-run)");
+  check_usage_error(dir, "run -m '" + model + "' -p x --kv-type q3", "--kv-type: KV cache type 'q3' is not one of f16, q8_0, q4_0");
   check_usage_error(dir, "run -m '" + model + "' -p 'a b c d e f g h i' -c 8 -n 1",
                     "prompt is 10 tokens but the context is 8");
   const CliResult isa = runnel_cli(dir, "run -m '" + model + "' -p hi", "RUNNEL_ISA=bogus");

@@ -1,0 +1,146 @@
+#include "core/runtime/memory_plan.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+
+#include "core/kv/kv_cache.h"
+
+namespace runnel {
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+// Code, heap, thread stacks, the HTTP server: measured RSS of `runnel run` on a tiny
+// model is ~20 MiB; the plan keeps a margin.
+constexpr uint64_t kFixedOverhead = 48 * kMiB;
+// Per vocabulary entry: the token text, its attributes and the lookup tables.
+constexpr uint64_t kBytesPerToken = 96;
+
+int layer_index(std::string_view name) {
+  if (name.rfind("blk.", 0) != 0) return -1;
+  int n = 0;
+  size_t i = 4;
+  if (i >= name.size() || !std::isdigit(static_cast<unsigned char>(name[i]))) return -1;
+  while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i]))) n = n * 10 + (name[i++] - '0');
+  return n;
+}
+
+}  // namespace
+
+uint64_t plan_kv_bytes(const ModelConfig& c, const MemoryPlanOptions& o) {
+  return static_cast<uint64_t>(o.n_sessions) * kv_cache_bytes(c.n_layer, o.n_ctx, c.kv_dim(), c.v_dim(), o.kv_type);
+}
+
+uint64_t plan_scratch_bytes(const ModelConfig& c, const MemoryPlanOptions& o) {
+  const uint64_t b = static_cast<uint64_t>(std::min(o.n_batch, o.n_ctx));
+  // ForwardScratch's float buffers (core/model/llama.h)
+  uint64_t floats = b * (3ull * c.n_embd + c.q_dim() + c.kv_dim() + c.v_dim() + c.attn_out_dim() + 2ull * c.n_ff +
+                         c.n_rot);
+  floats += static_cast<uint64_t>(c.n_embd) + c.q_dim() + c.kv_dim() + c.v_dim();
+  floats += (o.all_logits ? b : 1) * static_cast<uint64_t>(c.n_vocab);
+  // MatmulScratch: three formats of b rows of at most float32 width
+  const uint64_t matmul = 3 * b * std::max(c.n_embd, c.n_ff) * 4ull;
+  // AttentionScratch per task: scores, an f16 row (64-byte rounded), a V row
+  const uint64_t head = static_cast<uint64_t>(std::max(c.head_dim, c.head_dim_v));
+  const uint64_t act = (2 * std::max<uint64_t>(o.n_ctx, head) + 63) / 64 * 64;
+  const uint64_t attention = static_cast<uint64_t>(o.n_tasks) * (4ull * o.n_ctx + act + 4 * head);
+  return static_cast<uint64_t>(o.n_sessions) * (4 * floats + matmul + attention);
+}
+
+MemoryPlan plan_memory(const GgufModel& model, const ModelConfig& c, const MemoryPlanOptions& o) {
+  MemoryPlan p;
+  std::map<int, uint64_t> layers;
+  for (const GgufTensorInfo& t : model.tensors) {
+    p.weights_bytes += t.n_bytes;
+    const int l = layer_index(t.name);
+    if (l < 0) p.non_layer_bytes += t.n_bytes;
+    else layers[l] += t.n_bytes;
+  }
+  for (const auto& [l, n] : layers) p.max_layer_bytes = std::max(p.max_layer_bytes, n);
+  p.kv_bytes = plan_kv_bytes(c, o);
+  p.scratch_bytes = plan_scratch_bytes(c, o);
+  p.overhead_bytes = kFixedOverhead + static_cast<uint64_t>(c.n_vocab) * kBytesPerToken;
+  return p;
+}
+
+MemoryPlan::Fit MemoryPlan::fit(uint64_t budget) const {
+  if (total_bytes() <= budget) return Fit::Resident;
+  if (streaming_bytes() <= budget) return Fit::Streaming;
+  return Fit::DoesNotFit;
+}
+
+uint64_t MemoryPlan::weight_budget(uint64_t budget) const {
+  const uint64_t other = kv_bytes + scratch_bytes + overhead_bytes;
+  return budget > other ? budget - other : 0;
+}
+
+std::string format_bytes(uint64_t n) {
+  char buf[32];
+  if (n >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(n) / (1ull << 30));
+  else std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(n) / kMiB);
+  return buf;
+}
+
+std::string MemoryPlan::describe(uint64_t budget, const std::string& source) const {
+  std::string out;
+  const auto row = [&](const char* what, uint64_t n, const char* note) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "  %-10s %12s  %s\n", what, format_bytes(n).c_str(), note);
+    out += buf;
+  };
+  out += "memory plan:\n";
+  row("weights", weights_bytes, "(mapped from the file)");
+  row("  layers", weights_bytes - non_layer_bytes, "");
+  row("  other", non_layer_bytes, "(embeddings, output, norms: always resident)");
+  row("kv cache", kv_bytes, "");
+  row("scratch", scratch_bytes, "");
+  row("overhead", overhead_bytes, "(tokenizer, code, heap)");
+  row("total", total_bytes(), "");
+  row("budget", budget, source.c_str());
+  switch (fit(budget)) {
+    case Fit::Resident: out += "fits: weights stay resident\n"; break;
+    case Fit::Streaming:
+      out += "streaming: the weights do not fit; layers are read from the file as they run (at least " +
+             format_bytes(streaming_bytes()) + " needed, " + format_bytes(weight_budget(budget)) +
+             " of weights kept resident)\n";
+      break;
+    case Fit::DoesNotFit:
+      out += "does not fit: even streaming needs " + format_bytes(streaming_bytes()) +
+             " (embeddings/output + 2 layers + kv + scratch); lower -c, use --kv-type q8_0 or q4_0, or raise "
+             "--mem-budget\n";
+      break;
+  }
+  return out;
+}
+
+uint64_t parse_byte_size(const std::string& text) {
+  const auto bad = [&]() {
+    return std::invalid_argument("size '" + text + "' is not a byte count like 2500M, 2.5G or 1073741824");
+  };
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  if (i == 0) throw bad();
+  char* end = nullptr;
+  const std::string number = text.substr(0, i);
+  const double value = std::strtod(number.c_str(), &end);
+  if (end != number.c_str() + number.size() || !std::isfinite(value)) throw bad();
+  std::string unit = text.substr(i);
+  for (char& ch : unit) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  if (unit.size() == 3 && unit[1] == 'I' && unit[2] == 'B') unit = unit.substr(0, 1);  // GiB -> G
+  if (unit.size() == 2 && unit[1] == 'B') unit = unit.substr(0, 1);                      // GB -> G
+  double scale = 1;
+  if (unit == "K") scale = 1024.0;
+  else if (unit == "M") scale = 1024.0 * 1024;
+  else if (unit == "G") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T") scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (!unit.empty() && unit != "B") throw bad();
+  const double bytes = value * scale;
+  if (bytes < 1 || bytes > 1.8e19) throw bad();
+  return static_cast<uint64_t>(bytes);
+}
+
+}  // namespace runnel

@@ -1,0 +1,67 @@
+// The memory plan: what a model + options will take, computed from the GGUF header
+// before anything is loaded, and compared with a budget. `runnel run/serve --dry-run`
+// prints it; a plan that does not fit fails before loading, with the numbers.
+//
+//   weights  = every tensor's bytes (mapped from the file; page cache)
+//   kv       = n_sessions * n_layer * n_ctx * (K row + V row) in the KV type
+//   scratch  = the forward pass's buffers (ForwardScratch), per session
+//   overhead = tokenizer tables + a fixed allowance for code, heap and stacks
+// Streaming (weights larger than what is left of the budget) needs room for the
+// tensors outside layers (kept resident) plus two layers (the current and the next).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/gguf/gguf.h"
+#include "core/model/config.h"
+#include "kernels/types.h"
+
+namespace runnel {
+
+struct MemoryPlanOptions {
+  int n_ctx = 4096;
+  int n_batch = 64;
+  GgmlType kv_type = GgmlType::F16;
+  int n_sessions = 1;  // server slots (+1 for embeddings when used)
+  int n_tasks = 8;     // attention task buffers (threads * tasks per thread)
+  bool all_logits = false;
+};
+
+struct MemoryPlan {
+  enum class Fit { Resident, Streaming, DoesNotFit };
+
+  uint64_t weights_bytes = 0;    // all tensors
+  uint64_t non_layer_bytes = 0;  // token_embd, output, output_norm, rope_freqs
+  uint64_t max_layer_bytes = 0;  // the largest blk.N
+  uint64_t kv_bytes = 0;
+  uint64_t scratch_bytes = 0;
+  uint64_t overhead_bytes = 0;
+
+  uint64_t total_bytes() const { return weights_bytes + kv_bytes + scratch_bytes + overhead_bytes; }
+  // The least a streamed run needs resident.
+  uint64_t streaming_bytes() const {
+    return non_layer_bytes + 2 * max_layer_bytes + kv_bytes + scratch_bytes + overhead_bytes;
+  }
+  Fit fit(uint64_t budget_bytes) const;
+  // Bytes of weights that may stay resident when streaming under `budget_bytes`.
+  uint64_t weight_budget(uint64_t budget_bytes) const;
+
+  // A table of the above against the budget, and what to change when it does not fit.
+  std::string describe(uint64_t budget_bytes, const std::string& budget_source) const;
+};
+
+// The KV cache and forward-pass scratch of one session, from the config alone.
+uint64_t plan_kv_bytes(const ModelConfig& c, const MemoryPlanOptions& o);
+uint64_t plan_scratch_bytes(const ModelConfig& c, const MemoryPlanOptions& o);
+
+// The whole plan for a model (its tensor table gives the weights).
+MemoryPlan plan_memory(const GgufModel& model, const ModelConfig& c, const MemoryPlanOptions& o);
+
+// "2500M", "2.5G", "512MiB", "1073741824" -> bytes. Throws std::invalid_argument naming
+// the text for anything else (negative, unknown unit, overflow).
+uint64_t parse_byte_size(const std::string& text);
+// 1536 MiB -> "1.50 GiB", 3 MiB -> "3.0 MiB".
+std::string format_bytes(uint64_t n);
+
+}  // namespace runnel

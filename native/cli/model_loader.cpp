@@ -1,0 +1,67 @@
+#include "native/cli/model_loader.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/kv/kv_cache.h"
+#include "native/cli/args.h"
+#include "native/cpu_topology.h"
+#include "native/memory_budget.h"
+#include "native/mmap_store.h"
+#include "native/thread_pool.h"
+
+namespace runnel::cli {
+
+LoadedModel load_model(const LoadRequest& r) {
+  EngineOptions eo;
+  eo.n_ctx = r.n_ctx;
+  eo.n_keep = r.n_keep;
+  try {
+    eo.kv_type = parse_kv_type(r.kv_type);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--kv-type: ") + e.what());
+  }
+  LoadedModel out;
+  out.n_threads = r.n_threads > 0 ? r.n_threads : physical_core_count();
+  std::unique_ptr<MmapStore> store = MmapStore::open(r.model);
+
+  // The memory plan, before anything big is allocated or read.
+  const ModelConfig config = ModelConfig::from_model(store->model());
+  MemoryPlanOptions po;
+  po.n_ctx = r.n_ctx > 0 ? r.n_ctx : std::min(config.n_ctx_train, 4096);
+  po.n_batch = eo.n_batch;
+  po.kv_type = eo.kv_type;
+  po.n_sessions = r.n_sessions;
+  po.n_tasks = out.n_threads == 1 ? 1 : out.n_threads * kTasksPerThread;
+  out.plan = plan_memory(store->model(), config, po);
+  MemoryBudget budget = detect_memory_budget();
+  if (!r.mem_budget.empty()) {
+    try {
+      budget = {parse_byte_size(r.mem_budget), "(--mem-budget)"};
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--mem-budget: ") + e.what());
+    }
+  }
+  const MemoryPlan& plan = out.plan;
+  const MemoryPlan::Fit fit = plan.fit(budget.bytes);
+  if (r.dry_run) {
+    std::fputs(plan.describe(budget.bytes, budget.source).c_str(), stdout);
+    out.dry_run_status = fit == MemoryPlan::Fit::DoesNotFit ? 1 : 0;
+    return out;
+  }
+  if (fit == MemoryPlan::Fit::DoesNotFit) {
+    throw std::runtime_error("the model does not fit the memory budget: " + format_bytes(plan.streaming_bytes()) +
+                             " needed even when streaming (kv cache " + format_bytes(plan.kv_bytes) + "), budget " +
+                             format_bytes(budget.bytes) + " " + budget.source +
+                             "; lower -c, use --kv-type q8_0, or raise --mem-budget (see --dry-run)");
+  }
+  if (fit == MemoryPlan::Fit::Streaming) {
+    const uint64_t for_layers = plan.weight_budget(budget.bytes) - plan.non_layer_bytes - 2 * plan.max_layer_bytes;
+    out.n_streamed_layers = store->set_streaming(for_layers);
+  }
+  eo.parallel = std::make_shared<ThreadPool>(out.n_threads);
+  out.engine = Engine::load(std::move(store), eo);
+  return out;
+}
+
+}  // namespace runnel::cli

@@ -1,0 +1,38 @@
+// Loading a model the way `run` and `serve` both do: mmap the GGUF, compute the memory
+// plan against the budget (--mem-budget, the cgroup limit or MemAvailable), refuse
+// before loading if it cannot fit, stream layers if only that fits, then build the
+// Engine on a thread pool. --dry-run stops after printing the plan.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/runtime/engine.h"
+#include "core/runtime/memory_plan.h"
+
+namespace runnel::cli {
+
+struct LoadRequest {
+  std::string model;
+  int n_ctx = 0;      // 0: min(model's, 4096)
+  int n_threads = 0;  // 0: physical cores
+  std::string kv_type = "f16";
+  int n_keep = -1;  // EngineOptions::n_keep
+  std::string mem_budget;  // empty: detected
+  int n_sessions = 1;
+  bool dry_run = false;
+};
+
+struct LoadedModel {
+  std::unique_ptr<Engine> engine;  // null after a dry run
+  MemoryPlan plan;
+  int n_threads = 0;
+  int n_streamed_layers = 0;
+  int dry_run_status = 0;  // a dry run's exit status: 1 if the plan does not fit
+};
+
+// Throws UsageError for bad --kv-type / --mem-budget, std::runtime_error with the
+// numbers when the plan does not fit, and what Engine::load throws.
+LoadedModel load_model(const LoadRequest& request);
+
+}  // namespace runnel::cli

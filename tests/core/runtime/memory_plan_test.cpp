@@ -1,0 +1,120 @@
+// The memory plan against sizes computed by hand for the 1B/8B shapes and SmolLM2.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <vector>
+
+#include "core/runtime/memory_plan.h"
+
+namespace runnel {
+namespace {
+
+ModelConfig llama_shape(int n_embd, int n_layer, int n_ff) {
+  ModelConfig c;
+  c.n_embd = n_embd;
+  c.n_layer = n_layer;
+  c.n_ff = n_ff;
+  c.n_head = 32;
+  c.n_head_kv = 8;
+  c.head_dim = c.head_dim_v = n_embd / 32;
+  c.n_rot = c.head_dim;
+  c.n_vocab = 128256;
+  c.n_ctx_train = 131072;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("memory plan: KV cache of the 1B and 8B shapes", "[plan]") {
+  MemoryPlanOptions o;
+  o.n_ctx = 4096;
+  const ModelConfig b1 = llama_shape(2048, 16, 8192);  // kv_dim = 8 heads x 64 = 512
+  const ModelConfig b8 = llama_shape(4096, 32, 14336);  // kv_dim = 8 x 128 = 1024
+  // 16 layers x 4096 positions x (512 + 512) halves x 2 bytes
+  CHECK(plan_kv_bytes(b1, o) == 16ull * 4096 * 1024 * 2);
+  // 32 x 4096 x 2048 x 2 = 512 MiB
+  CHECK(plan_kv_bytes(b8, o) == 512ull << 20);
+  o.kv_type = GgmlType::Q8_0;
+  o.n_ctx = 8192;
+  // q8_0: 34 bytes per 32 values; 1024 values = 1088 bytes per row
+  CHECK(plan_kv_bytes(b8, o) == 32ull * 8192 * 2 * 1088);
+  o.n_sessions = 2;
+  CHECK(plan_kv_bytes(b8, o) == 2ull * 32 * 8192 * 2 * 1088);
+}
+
+TEST_CASE("memory plan: scratch of the 1B shape by hand", "[plan]") {
+  MemoryPlanOptions o;
+  o.n_ctx = 4096;
+  o.n_batch = 64;
+  o.n_tasks = 8;
+  const ModelConfig c = llama_shape(2048, 16, 8192);
+  // floats: 64 x (3*2048 + 2048 + 512 + 512 + 2048 + 2*8192 + 64) + (2048 + 2048 + 512 + 512) + 128256
+  const uint64_t floats = 64ull * (6144 + 2048 + 512 + 512 + 2048 + 16384 + 64) + 5120 + 128256;
+  const uint64_t matmul = 3ull * 64 * 8192 * 4;
+  const uint64_t attention = 8ull * (4 * 4096 + 2 * 4096 + 4 * 64);
+  CHECK(plan_scratch_bytes(c, o) == 4 * floats + matmul + attention);
+}
+
+TEST_CASE("memory plan: fit, streaming and the description", "[plan]") {
+  MemoryPlan p;
+  p.weights_bytes = 4000;
+  p.non_layer_bytes = 1000;
+  p.max_layer_bytes = 300;
+  p.kv_bytes = 500;
+  p.scratch_bytes = 100;
+  p.overhead_bytes = 400;
+  CHECK(p.total_bytes() == 5000);
+  CHECK(p.streaming_bytes() == 1000 + 600 + 1000);
+  CHECK(p.fit(5000) == MemoryPlan::Fit::Resident);
+  CHECK(p.fit(4999) == MemoryPlan::Fit::Streaming);
+  CHECK(p.fit(2600) == MemoryPlan::Fit::Streaming);
+  CHECK(p.fit(2599) == MemoryPlan::Fit::DoesNotFit);
+  CHECK(p.weight_budget(3000) == 2000);
+  CHECK_THAT(p.describe(2000, "(test)"), Catch::Contains("does not fit") && Catch::Contains("--kv-type"));
+  CHECK_THAT(p.describe(3000, "(test)"), Catch::Contains("streaming"));
+}
+
+TEST_CASE("memory plan: byte sizes", "[plan]") {
+  CHECK(parse_byte_size("2500M") == 2500ull << 20);
+  CHECK(parse_byte_size("2.5G") == 5ull << 29);
+  CHECK(parse_byte_size("512MiB") == 512ull << 20);
+  CHECK(parse_byte_size("6GB") == 6ull << 30);
+  CHECK(parse_byte_size("1073741824") == 1ull << 30);
+  CHECK(parse_byte_size("64k") == 64ull << 10);
+  for (const char* bad : {"", "G", "-1G", "1.2.3G", "5X", "0", "1e30G"}) {
+    INFO(bad);
+    REQUIRE_THROWS_AS(parse_byte_size(bad), std::invalid_argument);
+  }
+  CHECK(format_bytes(3ull << 20) == "3.0 MiB");
+  CHECK(format_bytes(1536ull << 20) == "1.50 GiB");
+}
+
+TEST_CASE("memory plan: SmolLM2 from its GGUF", "[plan][real]") {
+  const char* path = std::getenv("RUNNEL_MODEL");
+  if (!path) {
+    WARN("RUNNEL_MODEL is not set: skipping");
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<GgufFile> files;
+  files.push_back(GgufFile::parse(bytes, "smol"));
+  const GgufModel model = GgufModel::join(std::move(files));
+  const ModelConfig c = ModelConfig::from_model(model);
+  MemoryPlanOptions o;
+  o.n_ctx = 4096;
+  const MemoryPlan p = plan_memory(model, c, o);
+  // 30 layers x 4096 x (3 kv heads x 64 = 192) x 2 (K and V) x 2 bytes = 90 MiB
+  CHECK(p.kv_bytes == 30ull * 4096 * 192 * 2 * 2);
+  // The tensors are the file minus its header and alignment padding.
+  const uint64_t data = bytes.size() - model.files[0].data_offset();
+  CHECK(p.weights_bytes <= data);
+  CHECK(p.weights_bytes > data - data / 100);
+  // token_embd (tied output) is the only large tensor outside layers:
+  // 49152 x 576 in Q8_0 = 49152 x 18 blocks x 34 bytes
+  CHECK(p.non_layer_bytes >= 49152ull * 18 * 34);
+  CHECK(p.non_layer_bytes < 49152ull * 18 * 34 + (1 << 20));
+}
+
+}  // namespace runnel
