@@ -12,6 +12,8 @@
 #   parity   node --test tests/parity/: runnel vs llama.cpp (node-llama-cpp) on
 #            tokenization, greedy text and logits (needs build-release/runnel), with
 #            the automatic kernel set and again with RUNNEL_ISA=ref
+#   memory   scripts/cgroup_test.sh: SmolLM2 streamed inside a cgroup memory limit
+#            below its size, same greedy tokens as unlimited (skips without cgroups)
 #   server   node --test tests/server/: `runnel serve` driven by the openai npm client,
 #            then scripts/load_test.sh (wrk, 32 connections, 60 s, --slots 1 --queue 8)
 # Fails fast: the first failing stage stops the run and is named in the summary.
@@ -21,7 +23,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-readonly kAllStages=(release asan wasm parity server)
+readonly kAllStages=(release asan wasm parity memory server)
 readonly kJobs="${RUNNEL_JOBS:-2}"  # the machines have 2 cores, shared
 
 export RUNNEL_MODEL="${RUNNEL_MODEL:-$root/models/SmolLM2-135M-Instruct.Q4_1.gguf}"
@@ -124,6 +126,14 @@ stage_parity() {
   # The scalar kernels again: they are what a machine without a SIMD table runs.
   echo "-- parity with RUNNEL_ISA=ref"
   RUNNEL_ISA=ref node --test tests/parity/
+  end
+}
+
+stage_memory() {
+  begin memory "streaming under a cgroup memory limit (scripts/cgroup_test.sh)"
+  export RUNNEL_BIN="${RUNNEL_BIN:-$root/build-release/runnel}"
+  [ -x "$RUNNEL_BIN" ] || { echo "test.sh: no runnel binary at $RUNNEL_BIN (run the release stage)" >&2; return 1; }
+  scripts/cgroup_test.sh
   end
 }
 

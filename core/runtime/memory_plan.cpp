@@ -14,9 +14,9 @@ namespace runnel {
 namespace {
 
 constexpr uint64_t kMiB = 1ull << 20;
-// Code, heap, thread stacks, the HTTP server: measured RSS of `runnel run` on a tiny
-// model is ~20 MiB; the plan keeps a margin.
-constexpr uint64_t kFixedOverhead = 48 * kMiB;
+// Code, heap, thread stacks, the HTTP server: `runnel run` on a tiny model has an RSS
+// of ~9 MiB; the plan keeps a margin.
+constexpr uint64_t kFixedOverhead = 16 * kMiB;
 // Per vocabulary entry: the token text, its attributes and the lookup tables.
 constexpr uint64_t kBytesPerToken = 96;
 
