@@ -183,8 +183,7 @@ void GgufWriter::set_string_array(std::string key, std::vector<std::string> v) {
   set(std::move(key), GgufValue{GgufType::ARRAY, GgufType::STRING, std::move(v)});
 }
 
-void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t> dims,
-                            std::span<const uint8_t> data) {
+uint64_t GgufWriter::checked_size(const std::string& name, GgmlType type, const std::vector<int64_t>& dims) const {
   auto fail = [&](const std::string& why) {
     throw GgufError("GgufWriter: tensor '" + name + "': " + why);
   };
@@ -206,15 +205,41 @@ void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t
     fail("row length " + std::to_string(dims[0]) + " is not a multiple of the block size " +
          std::to_string(tt->block_size));
   }
-  const uint64_t n_bytes = row_bytes(type, dims[0]) * rows;
+  return row_bytes(type, dims[0]) * rows;
+}
+
+void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t> dims,
+                            std::span<const uint8_t> data) {
+  const uint64_t n_bytes = checked_size(name, type, dims);
   if (data.size() != n_bytes) {
-    fail("data has " + std::to_string(data.size()) + " bytes, expected " + std::to_string(n_bytes));
+    throw GgufError("GgufWriter: tensor '" + name + "': data has " + std::to_string(data.size()) +
+                    " bytes, expected " + std::to_string(n_bytes));
   }
   tensors_.push_back(Pending{std::move(name), type, std::move(dims),
-                             std::vector<uint8_t>(data.begin(), data.end())});
+                             std::vector<uint8_t>(data.begin(), data.end()), n_bytes});
+}
+
+void GgufWriter::add_tensor_info(std::string name, GgmlType type, std::vector<int64_t> dims) {
+  const uint64_t n_bytes = checked_size(name, type, dims);
+  tensors_.push_back(Pending{std::move(name), type, std::move(dims), {}, n_bytes});
 }
 
 std::vector<uint8_t> GgufWriter::bytes(uint32_t version) const {
+  for (const Pending& t : tensors_) {
+    if (t.data.size() != t.n_bytes) {
+      throw GgufError("GgufWriter: tensor " + t.name + " was added without data; use header_bytes()");
+    }
+  }
+  std::vector<uint8_t> out = header_bytes(version);
+  ByteSink sink(out);
+  for (const Pending& t : tensors_) {
+    out.insert(out.end(), t.data.begin(), t.data.end());
+    sink.pad(alignment_);
+  }
+  return out;
+}
+
+std::vector<uint8_t> GgufWriter::header_bytes(uint32_t version) const {
   if (version != 2 && version != 3) {
     throw GgufError("GgufWriter: can write GGUF version 2 or 3, not " + std::to_string(version));
   }
@@ -252,13 +277,9 @@ std::vector<uint8_t> GgufWriter::bytes(uint32_t version) const {
     for (int64_t d : t.dims) sink.u64(static_cast<uint64_t>(d));
     sink.u32(static_cast<uint32_t>(t.type));
     sink.u64(offset);
-    offset += padded(t.data.size(), alignment_);
+    offset += padded(t.n_bytes, alignment_);
   }
   sink.pad(alignment_);
-  for (const Pending& t : tensors_) {
-    out.insert(out.end(), t.data.begin(), t.data.end());
-    sink.pad(alignment_);
-  }
   return out;
 }
 

@@ -27,7 +27,15 @@ class GgufWriter {
   void add_tensor(std::string name, GgmlType type, std::vector<int64_t> dims,
                   std::span<const uint8_t> data);
 
+  // A tensor whose data the caller writes itself after header_bytes() (files too big
+  // to hold in memory): row_bytes(type, dims[0]) * rows bytes, then padding to the
+  // alignment, in the order tensors were added.
+  void add_tensor_info(std::string name, GgmlType type, std::vector<int64_t> dims);
+
   std::vector<uint8_t> bytes(uint32_t version = 3) const;
+  // Everything before the first tensor's data (padded), for add_tensor_info users.
+  std::vector<uint8_t> header_bytes(uint32_t version = 3) const;
+  uint64_t alignment() const { return alignment_; }
   void write_file(const std::string& path) const;  // throws GgufError on I/O failure
 
  private:
@@ -36,7 +44,10 @@ class GgufWriter {
     GgmlType type;
     std::vector<int64_t> dims;
     std::vector<uint8_t> data;
+    uint64_t n_bytes = 0;  // == data.size(), or the size of data written by the caller
   };
+  uint64_t checked_size(const std::string& name, GgmlType type, const std::vector<int64_t>& dims) const;
+
   uint64_t alignment_;
   GgufMetadata metadata_;
   std::vector<Pending> tensors_;
