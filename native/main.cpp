@@ -18,6 +18,7 @@ constexpr const char* kUsage =
     "  inspect   print a GGUF file's metadata and tensors (runnel inspect FILE)\n"
     "  tokenize  print the tokens of a text (runnel tokenize -m FILE -p TEXT)\n"
     "  serve     serve the model over the OpenAI API (runnel serve -m FILE [--port 8080])\n"
+    "  bench     prompt and generation speed, like llama-bench (runnel bench -m FILE -p 128 -n 32)\n"
     "  synth-model  write a synthetic 1B/8B-shaped GGUF for benchmarks\n"
     "\n"
     "`runnel COMMAND --help` describes a command's options.\n"
@@ -37,6 +38,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "tokenize") return runnel::cli::tokenize_command(args);
   if (command == "serve") return runnel::cli::serve_command(args);
   if (command == "synth-model") return runnel::cli::synth_model_command(args);
+  if (command == "bench") return runnel::cli::bench_command(args);
   throw runnel::cli::UsageError("unknown command '" + command + "' (try runnel --help)");
 }
 

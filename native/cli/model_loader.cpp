@@ -16,6 +16,7 @@ LoadedModel load_model(const LoadRequest& r) {
   EngineOptions eo;
   eo.n_ctx = r.n_ctx;
   eo.n_keep = r.n_keep;
+  eo.n_batch = r.n_batch;
   try {
     eo.kv_type = parse_kv_type(r.kv_type);
   } catch (const std::invalid_argument& e) {

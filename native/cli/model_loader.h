@@ -20,6 +20,7 @@ struct LoadRequest {
   int n_keep = -1;  // EngineOptions::n_keep
   std::string mem_budget;  // empty: detected
   int n_sessions = 1;
+  int n_batch = 64;  // tokens per forward pass of a prompt
   bool dry_run = false;
 };
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 
 #include "core/runtime/engine.h"
 #include "kernels/kernels.h"
@@ -243,6 +244,46 @@ TEST_CASE("run refuses requests beyond the context before starting", "[cli]") {
   const CliResult isa = runnel_cli(dir, "run -m '" + model + "' -p hi", "RUNNEL_ISA=bogus");
   CHECK(isa.status == 1);
   CHECK(isa.err == "runnel: error: RUNNEL_ISA: unknown or unsupported ISA 'bogus'\n");
+}
+
+TEST_CASE("cli: synth-model writes a loadable model; bench measures it", "[cli]") {
+  const ScratchDir dir;
+  const std::string model = dir.file("synth.gguf");
+  const std::string vocab = std::string(RUNNEL_TEST_DATA) + "/tokenizer/ggml-vocab-gpt-2.gguf";
+  const CliResult synth =
+      runnel_cli(dir, "synth-model --shape tiny --type q4_k_m --tokenizer-from '" + vocab + "' -o '" + model + "'");
+  REQUIRE(synth.status == 0);
+  CHECK_THAT(synth.err, Catch::Contains("tiny q4_k_m, 2 layers"));
+  // The file parses, has the Q4_K_M mix, and generates.
+  auto store = MmapStore::open(model);
+  CHECK(store->model().find_tensor("blk.0.attn_q.weight")->type == GgmlType::Q4_K);
+  CHECK(store->model().find_tensor("blk.0.ffn_down.weight")->type == GgmlType::Q4_K);
+  CHECK(store->model().find_tensor("blk.1.ffn_down.weight")->type == GgmlType::Q6_K);  // last eighth: more bits
+  CHECK(store->model().find_tensor("output.weight")->type == GgmlType::Q6_K);
+  const CliResult gen = runnel_cli(dir, "run -m '" + model + "' -p 'hello' -n 4 --temp 0");
+  CHECK(gen.status == 0);
+  CHECK_THAT(gen.err, Catch::Contains("generation: 4 tokens"));
+
+  const CliResult md = runnel_cli(dir, "bench -m '" + model + "' -p 16 -n 4 -r 2 -t 1");
+  REQUIRE(md.status == 0);
+  CHECK_THAT(md.out, Catch::Contains("| model | size | params | backend | threads | test | t/s |"));
+  CHECK_THAT(md.out, Catch::Contains("| pp16 |") && Catch::Contains("| tg4 |"));
+  const CliResult jl = runnel_cli(dir, "bench -m '" + model + "' -p 16 -n 4 -r 3 -t 1 -o jsonl");
+  REQUIRE(jl.status == 0);
+  std::istringstream lines(jl.out);
+  std::string line;
+  int n = 0;
+  while (std::getline(lines, line)) {
+    for (const char* field : {"\"model_filename\"", "\"n_threads\":1", "\"n_prompt\"", "\"n_gen\"",
+                              "\"avg_ts\"", "\"stddev_ts\"", "\"samples_ts\""}) {
+      CHECK_THAT(line, Catch::Contains(field));
+    }
+    ++n;
+  }
+  CHECK(n == 2);  // pp16 and tg4
+  check_usage_error(dir, "bench -m '" + model + "' -o xml", "-o: expected md or jsonl, got 'xml'");
+  check_usage_error(dir, "synth-model --shape llama-70b --type q8_0 --tokenizer-from x -o y",
+                    "--shape: expected llama-1b, llama-8b or tiny, got 'llama-70b'");
 }
 
 }  // namespace runnel
