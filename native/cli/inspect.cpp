@@ -1,12 +1,20 @@
 // runnel inspect: the metadata and tensor table of a GGUF model.
 #include <cinttypes>
+#include <cstdlib>
+#include <thread>
 #include <cstdio>
 #include <sstream>
 #include <string>
 
 #include "native/cli/args.h"
 #include "native/cli/commands.h"
+#include "kernels/kernels.h"
+#include "kernels/ops.h"
+#include "native/cpu_topology.h"
 #include "native/mmap_store.h"
+#if defined(__x86_64__)
+#include "kernels/x86/x86.h"
+#endif
 
 namespace runnel::cli {
 namespace {
@@ -92,9 +100,46 @@ std::string shown_dims(const std::vector<int64_t>& dims) {
 
 }  // namespace
 
+namespace {
+
+// `runnel inspect --cpu`: what the kernel dispatch saw and chose.
+int inspect_cpu() {
+  select_kernels_from_env();
+  std::printf("cpu: %u logical CPUs, %d physical cores (the default thread count)\n",
+              std::thread::hardware_concurrency(), physical_core_count());
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  std::printf("features:");
+  const auto has = [](const char* name, bool on) {
+    if (on) std::printf(" %s", name);
+  };
+  has("sse4.2", __builtin_cpu_supports("sse4.2"));
+  has("avx", __builtin_cpu_supports("avx"));
+  has("avx2", __builtin_cpu_supports("avx2"));
+  has("fma", __builtin_cpu_supports("fma"));
+  has("f16c", cpu_has_avx2());
+  has("avx512f", __builtin_cpu_supports("avx512f"));
+  has("avx512bw", __builtin_cpu_supports("avx512bw"));
+  has("avx512vl", __builtin_cpu_supports("avx512vl"));
+  has("avx512vnni", __builtin_cpu_supports("avx512vnni"));
+  has("avx512bf16", __builtin_cpu_supports("avx512bf16"));
+  std::printf("\n");
+#endif
+  const char* forced = std::getenv("RUNNEL_ISA");
+  std::printf("kernels: %s (%s)\n", std::string(kernels().isa).c_str(),
+              forced && *forced ? "forced by RUNNEL_ISA" : "chosen at start-up");
+  std::printf("float ops: %s\n", std::string(float_ops().isa).c_str());
+  return 0;
+}
+
+}  // namespace
+
 int inspect_command(const std::vector<std::string>& args) {
+  if (args.size() == 1 && args[0] == "--cpu") return inspect_cpu();
   std::string path;
-  ArgParser p("runnel inspect FILE", "Prints the metadata and the tensor table of a GGUF file.");
+  ArgParser p("runnel inspect FILE | runnel inspect --cpu",
+              "Prints the metadata and the tensor table of a GGUF file; with --cpu, the CPU features\n"
+              "and the kernel set chosen for them.");
   p.positional("FILE", &path, "GGUF file (the first part brings in a split model's others)");
   p.parse(args);
   if (p.help_requested()) {

@@ -282,6 +282,9 @@ TEST_CASE("cli: synth-model writes a loadable model; bench measures it", "[cli]"
   }
   CHECK(n == 2);  // pp16 and tg4
   check_usage_error(dir, "bench -m '" + model + "' -o xml", "-o: expected md or jsonl, got 'xml'");
+  const CliResult cpu = runnel_cli(dir, "inspect --cpu", "RUNNEL_ISA=ref");
+  CHECK(cpu.status == 0);
+  CHECK_THAT(cpu.out, Catch::Contains("physical cores") && Catch::Contains("kernels: ref (forced by RUNNEL_ISA)"));
   check_usage_error(dir, "synth-model --shape llama-70b --type q8_0 --tokenizer-from x -o y",
                     "--shape: expected llama-1b, llama-8b or tiny, got 'llama-70b'");
 }
