@@ -200,7 +200,7 @@ class Renderer {
       case Expr::Kind::Filter: {
         Value input = eval(*e.args[0]);
         auto [args, kwargs] = eval_args(e);
-        return apply_filter(e.name, input, args, kwargs, e.line, [this](const std::string& test, const Value& v, std::vector<Value>& targs) {
+        return apply_filter(e.name, input, args, kwargs, e.line, [](const std::string& test, const Value& v, std::vector<Value>& targs) {
           return apply_test(test, v, targs, 0);
         });
       }
