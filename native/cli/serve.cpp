@@ -39,7 +39,7 @@ std::string find_web_root(const std::string& executable) {
 
 int serve_command(const std::vector<std::string>& args) {
   std::string model_path, kv_type = "f16", mem_budget, session_path;
-  int n_ctx = 0, n_threads = 0;
+  int n_ctx = 0, n_threads = 0, n_keep = -1;
   bool dry_run = false;
   server::ServerOptions so;
   ArgParser p("runnel serve -m FILE [options]",
@@ -61,6 +61,9 @@ int serve_command(const std::vector<std::string>& args) {
                   "memory to stay within, e.g. 2.5G (default: cgroup limit, else MemAvailable);\n"
                   "weights beyond it are streamed from the file layer by layer");
   p.flag("--dry-run", &dry_run, "print the memory plan (all slots) and exit");
+  p.int_option("--keep", &n_keep,
+               "allow max_tokens beyond the context: when a slot's context fills, keep its first N\n"
+               "tokens and drop the oldest half of the rest (default -1: such requests get a 400)");
   p.string_option("--session", &session_path, "FILE",
                   "slot 0's conversation: restored from FILE at start if it exists, saved at exit");
   float shutdown_s = static_cast<float>(so.shutdown_deadline_s);
@@ -78,6 +81,7 @@ int serve_command(const std::vector<std::string>& args) {
   if (so.slots < 1 || so.slots > 64) throw UsageError("--slots: must be in [1, 64], got " + std::to_string(so.slots));
   if (so.queue < 0 || so.queue > 1024) throw UsageError("--queue: must be in [0, 1024], got " + std::to_string(so.queue));
   if (!(shutdown_s >= 0)) throw UsageError("--shutdown-timeout: must be >= 0");
+  if (n_keep < -1) throw UsageError("--keep: must be >= -1, got " + std::to_string(n_keep));
   so.shutdown_deadline_s = shutdown_s;
   if (so.model_alias.empty()) so.model_alias = std::filesystem::path(model_path).filename().string();
   if (!p.seen("--web-root")) so.web_root = find_web_root("/proc/self/exe");
@@ -96,6 +100,7 @@ int serve_command(const std::vector<std::string>& args) {
   lr.n_ctx = n_ctx;
   lr.n_threads = n_threads;
   lr.kv_type = kv_type;
+  lr.n_keep = n_keep;
   lr.mem_budget = mem_budget;
   lr.n_sessions = so.slots + 1;  // + the embeddings session
   lr.dry_run = dry_run;

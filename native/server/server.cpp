@@ -316,7 +316,8 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
                          std::to_string(n_ctx) + " (leave room for at least one generated token)",
                      chat ? "messages" : "prompt", "context_length_exceeded");
     }
-    if (request.max_tokens && n_prompt + *request.max_tokens > n_ctx) {
+    const bool shifts = engine_->options().n_keep >= 0;  // --keep: the context shifts when full
+    if (request.max_tokens && !shifts && n_prompt + *request.max_tokens > n_ctx) {
       throw ApiError(400,
                      "prompt (" + std::to_string(n_prompt) + " tokens) + max_tokens (" +
                          std::to_string(*request.max_tokens) + ") exceeds the context (" + std::to_string(n_ctx) + ")",

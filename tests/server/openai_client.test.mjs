@@ -219,6 +219,18 @@ test('--api-key: /v1 needs the bearer key, /health does not', async () => {
   }
 });
 
+test('--keep: the context shifts, so max_tokens may exceed a small context', async () => {
+  const s = await startServer(['-c', '64', '--keep', '4']);
+  try {
+    const c = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const r = await c.completions.create({ prompt: 'Once upon a time', max_tokens: 150, temperature: 0, logit_bias: kNoEnd });
+    assert.equal(r.usage.completion_tokens, 150);
+    assert.equal(r.choices[0].finish_reason, 'length');
+  } finally {
+    assert.equal((await stopServer(s)).code, 0);
+  }
+});
+
 test('SIGTERM during a stream: the client sees a clean end, the server exits 0', async () => {
   const s = await startServer(['--shutdown-timeout', '1']);
   const c = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'x', maxRetries: 0 });
