@@ -12,8 +12,9 @@
 #   parity   node --test tests/parity/: runnel vs llama.cpp (node-llama-cpp) on
 #            tokenization, greedy text and logits (needs build-release/runnel), with
 #            the automatic kernel set and again with RUNNEL_ISA=ref
-#   memory   scripts/cgroup_test.sh: SmolLM2 streamed inside a cgroup memory limit
-#            below its size, same greedy tokens as unlimited (skips without cgroups)
+#   memory   scripts/cgroup_test.sh: SmolLM2 (3/4 of its size) and the 1B-shaped
+#            Q4_K_M (half its size) streamed inside a cgroup memory limit, same greedy
+#            tokens as unlimited (skips without cgroups)
 #   server   node --test tests/server/: `runnel serve` driven by the openai npm client,
 #            then scripts/load_test.sh (wrk, 32 connections, 60 s, --slots 1 --queue 8)
 # Fails fast: the first failing stage stops the run and is named in the summary.
@@ -134,6 +135,9 @@ stage_memory() {
   export RUNNEL_BIN="${RUNNEL_BIN:-$root/build-release/runnel}"
   [ -x "$RUNNEL_BIN" ] || { echo "test.sh: no runnel binary at $RUNNEL_BIN (run the release stage)" >&2; return 1; }
   scripts/cgroup_test.sh
+  # The 1B-shaped Q4_K_M (synthetic, written in seconds) in half its file size.
+  scripts/gen_bench_models.sh 1b q4_k_m
+  scripts/cgroup_test.sh models/bench/llama-1b-q4_k_m.gguf 0.5
   end
 }
 
