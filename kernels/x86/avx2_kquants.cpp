@@ -1,4 +1,4 @@
-// AVX2 k-quant kernels: Q4_K and Q6_K weights dotted with Q8_K activations, and the
+// AVX2 k-quant kernels: Q4_K, Q5_K and Q6_K weights dotted with Q8_K activations, and the
 // Q8_K activation quantizer. Per super-block the weight quants are unpacked into 32-byte
 // vectors, multiplied with the activation bytes (maddubs: unsigned weight x signed
 // activation -> int16 pairs, exact for q <= 63, |a| <= 127), weighted by the integer
@@ -16,6 +16,7 @@
 namespace runnel::avx2 {
 
 using ref::BlockQ4_K;
+using ref::BlockQ5_K;
 using ref::BlockQ6_K;
 using ref::BlockQ8_K;
 
@@ -64,6 +65,44 @@ float vec_dot_q4_k(int64_t n, const void* w, const void* a) {
       const __m256i packed = load_32(x[b].qs + 32 * c);
       const __m256i lo = _mm256_and_si256(packed, low4);
       const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
+      const __m256i p_lo = _mm256_maddubs_epi16(lo, load_32(y[b].qs + 64 * c));
+      const __m256i p_hi = _mm256_maddubs_epi16(hi, load_32(y[b].qs + 64 * c + 32));
+      sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p_lo, _mm256_set1_epi16(sc[2 * c])));
+      sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p_hi, _mm256_set1_epi16(sc[2 * c + 1])));
+    }
+    const float d = f16(x[b].d) * y[b].d;
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+    min_terms += (f16(x[b].dmin) * y[b].d) * static_cast<float>(summ);
+  }
+  return hsum(acc) - min_terms;
+}
+
+// Q4_K plus a fifth bit per element: qh bit 2c (low nibbles of chunk c) and 2c + 1
+// (high nibbles) of byte l belong to element l of that 32-element run. q <= 31, so the
+// unsigned-by-signed byte products cannot saturate their int16 pair sums.
+float vec_dot_q5_k(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockQ5_K*>(w);
+  const auto* y = static_cast<const BlockQ8_K*>(a);
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i one = _mm256_set1_epi8(1);
+  __m256 acc = _mm256_setzero_ps();
+  float min_terms = 0.0f;
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    uint8_t sc[8];
+    uint8_t m[8];
+    unpack_scales_mins(x[b].scales, sc, m);
+    int summ = 0;
+    for (int g = 0; g < kQK_K / 16; ++g) summ += y[b].bsums[g] * m[g / 2];
+    const __m256i qh = load_32(x[b].qh);
+    __m256i sumi = _mm256_setzero_si256();
+    for (int c = 0; c < kQK_K / 64; ++c) {
+      const __m256i packed = load_32(x[b].qs + 32 * c);
+      // bit k of every byte -> 16 (an epi16 shift keeps each byte's own bit k at bit 0)
+      const __m256i bit_lo = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * c)), one);
+      const __m256i bit_hi = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * c + 1)), one);
+      const __m256i lo = _mm256_or_si256(_mm256_and_si256(packed, low4), _mm256_slli_epi16(bit_lo, 4));
+      const __m256i hi =
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(packed, 4), low4), _mm256_slli_epi16(bit_hi, 4));
       const __m256i p_lo = _mm256_maddubs_epi16(lo, load_32(y[b].qs + 64 * c));
       const __m256i p_hi = _mm256_maddubs_epi16(hi, load_32(y[b].qs + 64 * c + 32));
       sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p_lo, _mm256_set1_epi16(sc[2 * c])));

@@ -150,6 +150,7 @@ std::vector<uint8_t> raw_weight_row(GgmlType type, int64_t n, Rng& rng, int byte
       case GgmlType::Q4_1:
       case GgmlType::Q5_1:
       case GgmlType::Q4_K:  // d, then m / dmin
+      case GgmlType::Q5_K:
         put_u16(block, pick_scale(rng));
         put_u16(block + 2, pick_scale(rng));
         break;
@@ -228,7 +229,7 @@ void check_dot(const KernelTable& avx2, GgmlType wt, const std::vector<uint8_t>&
 
 const GgmlType kQuantWeightTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
                                       GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q4_K,
-                                      GgmlType::Q6_K};
+                                      GgmlType::Q5_K, GgmlType::Q6_K};
 
 TEST_CASE("AVX2 quantized dots match ref on quantized random rows", "[avx2]") {
   const KernelTable* avx2 = avx2_or_warn();
@@ -373,7 +374,7 @@ TEST_CASE("The AVX2 table is the ref table with the AVX2 entries swapped in", "[
     CHECK((x.vec_dot == nullptr) == (r.vec_dot == nullptr));
     replaced += (x.vec_dot != r.vec_dot) + (x.quantize_row != r.quantize_row);
   }
-  CHECK(replaced == 12);  // 9 dots + 3 activation quantizers
+  CHECK(replaced == 13);  // 10 dots + 3 activation quantizers
   REQUIRE(avx2_float_ops() != nullptr);
   CHECK(avx2_float_ops()->isa == "avx2");
 }
