@@ -1,4 +1,4 @@
-// AVX2 k-quant kernels: Q4_K, Q5_K and Q6_K weights dotted with Q8_K activations, and the
+// AVX2 k-quant kernels: Q2_K, Q4_K, Q5_K and Q6_K weights dotted with Q8_K activations, and the
 // Q8_K activation quantizer. Per super-block the weight quants are unpacked into 32-byte
 // vectors, multiplied with the activation bytes (maddubs: unsigned weight x signed
 // activation -> int16 pairs, exact for q <= 63, |a| <= 127), weighted by the integer
@@ -15,6 +15,7 @@
 
 namespace runnel::avx2 {
 
+using ref::BlockQ2_K;
 using ref::BlockQ4_K;
 using ref::BlockQ5_K;
 using ref::BlockQ6_K;
@@ -75,6 +76,35 @@ float vec_dot_q4_k(int64_t n, const void* w, const void* a) {
     min_terms += (f16(x[b].dmin) * y[b].d) * static_cast<float>(summ);
   }
   return hsum(acc) - min_terms;
+}
+
+// Q2_K: in each 128-element half, byte l of its 32 quant bytes holds elements l, l + 32,
+// l + 64, l + 96 (two bits each, lowest first); sub-block j of 16 has a 4-bit scale
+// (low nibble) and min (high nibble). The integer sum per block is exact, and the float
+// steps are ref's, so the result equals ref's.
+float vec_dot_q2_k(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockQ2_K*>(w);
+  const auto* y = static_cast<const BlockQ8_K*>(a);
+  const __m256i two_bits = _mm256_set1_epi8(0x03);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    int summs = 0;
+    for (int j = 0; j < 16; ++j) summs += y[b].bsums[j] * (x[b].scales[j] >> 4);
+    __m256i sumi = _mm256_setzero_si256();
+    for (int half = 0; half < 2; ++half) {
+      const __m256i packed = load_32(x[b].qs + 32 * half);
+      for (int g = 0; g < 4; ++g) {
+        const __m256i q = _mm256_and_si256(_mm256_srl_epi16(packed, _mm_cvtsi32_si128(2 * g)), two_bits);
+        const __m256i pairs = _mm256_maddubs_epi16(q, load_32(y[b].qs + 128 * half + 32 * g));
+        const int j = 8 * half + 2 * g;  // sub-blocks j (low 128 bits) and j + 1
+        sumi = _mm256_add_epi32(sumi, scale_pairs(pairs, x[b].scales[j] & 0x0F, x[b].scales[j + 1] & 0x0F));
+      }
+    }
+    const float dall = y[b].d * f16(x[b].d);
+    const float dmin = y[b].d * f16(x[b].dmin);
+    sum += dall * static_cast<float>(hsum_epi32(sumi)) - dmin * static_cast<float>(summs);
+  }
+  return sum;
 }
 
 // Q4_K plus a fifth bit per element: qh bit 2c (low nibbles of chunk c) and 2c + 1
