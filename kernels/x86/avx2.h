@@ -23,6 +23,7 @@ float vec_dot_f16(int64_t n, const void* w, const void* a);  // a: F16
 
 // ---- k-quants, 256-element super-blocks (avx2_kquants.cpp)
 float vec_dot_q2_k(int64_t n, const void* w, const void* a);     // a: Q8_K
+float vec_dot_q3_k(int64_t n, const void* w, const void* a);     // a: Q8_K
 float vec_dot_q4_k(int64_t n, const void* w, const void* a);     // a: Q8_K
 float vec_dot_q5_k(int64_t n, const void* w, const void* a);     // a: Q8_K
 float vec_dot_q6_k(int64_t n, const void* w, const void* a);     // a: Q8_K

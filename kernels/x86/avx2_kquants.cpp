@@ -1,4 +1,4 @@
-// AVX2 k-quant kernels: Q2_K, Q4_K, Q5_K and Q6_K weights dotted with Q8_K activations, and the
+// AVX2 k-quant kernels: Q2_K, Q3_K, Q4_K, Q5_K and Q6_K weights dotted with Q8_K activations, and the
 // Q8_K activation quantizer. Per super-block the weight quants are unpacked into 32-byte
 // vectors, multiplied with the activation bytes (maddubs: unsigned weight x signed
 // activation -> int16 pairs, exact for q <= 63, |a| <= 127), weighted by the integer
@@ -10,12 +10,14 @@
 #include <cstring>
 
 #include "kernels/ref/blocks.h"
+#include "kernels/ref/k_quants_common.h"
 #include "kernels/x86/avx2.h"
 #include "kernels/x86/avx2_common.h"
 
 namespace runnel::avx2 {
 
 using ref::BlockQ2_K;
+using ref::BlockQ3_K;
 using ref::BlockQ4_K;
 using ref::BlockQ5_K;
 using ref::BlockQ6_K;
@@ -105,6 +107,41 @@ float vec_dot_q2_k(int64_t n, const void* w, const void* a) {
     sum += dall * static_cast<float>(hsum_epi32(sumi)) - dmin * static_cast<float>(summs);
   }
   return sum;
+}
+
+// Q3_K: Q2_K's two low bits plus a high bit (hmask[l] bit g for element 32g + l); the
+// quant is (low | high << 2) - 4 with signed 6-bit scales per sub-block of 16. The -4
+// comes back as 4 * sum_j scale_j * bsums_j, like Q6_K's offset.
+float vec_dot_q3_k(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockQ3_K*>(w);
+  const auto* y = static_cast<const BlockQ8_K*>(a);
+  const __m256i two_bits = _mm256_set1_epi8(0x03);
+  const __m256i one = _mm256_set1_epi8(1);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    int sc[16];
+    int offset = 0;
+    for (int j = 0; j < 16; ++j) {
+      sc[j] = ref::q3_k_scale(x[b].scales, j);
+      offset += sc[j] * y[b].bsums[j];
+    }
+    __m256i sumi = _mm256_setr_epi32(-4 * offset, 0, 0, 0, 0, 0, 0, 0);
+    const __m256i hmask = load_32(x[b].hmask);
+    for (int half = 0; half < 2; ++half) {
+      const __m256i packed = load_32(x[b].qs + 32 * half);
+      for (int g = 0; g < 4; ++g) {
+        const int group = 4 * half + g;  // elements 32 group .. + 31
+        const __m256i low = _mm256_and_si256(_mm256_srl_epi16(packed, _mm_cvtsi32_si128(2 * g)), two_bits);
+        const __m256i high = _mm256_and_si256(_mm256_srl_epi16(hmask, _mm_cvtsi32_si128(group)), one);
+        const __m256i q = _mm256_or_si256(low, _mm256_slli_epi16(high, 2));  // [0, 7]
+        const __m256i pairs = _mm256_maddubs_epi16(q, load_32(y[b].qs + 32 * group));
+        sumi = _mm256_add_epi32(sumi, scale_pairs(pairs, sc[2 * group], sc[2 * group + 1]));
+      }
+    }
+    const float d = f16(x[b].d) * y[b].d;
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+  }
+  return hsum(acc);
 }
 
 // Q4_K plus a fifth bit per element: qh bit 2c (low nibbles of chunk c) and 2c + 1

@@ -25,6 +25,7 @@ KernelTable build_avx2_table() {
   dot(G::Q5_1, avx2::vec_dot_q5_1);
   dot(G::Q8_0, avx2::vec_dot_q8_0);
   dot(G::Q2_K, avx2::vec_dot_q2_k);
+  dot(G::Q3_K, avx2::vec_dot_q3_k);
   dot(G::Q4_K, avx2::vec_dot_q4_k);
   dot(G::Q5_K, avx2::vec_dot_q5_k);
   dot(G::Q6_K, avx2::vec_dot_q6_k);

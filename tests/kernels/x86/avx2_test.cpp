@@ -157,6 +157,9 @@ std::vector<uint8_t> raw_weight_row(GgmlType type, int64_t n, Rng& rng, int byte
       case GgmlType::Q6_K:
         put_u16(block + offsetof(ref::BlockQ6_K, d), pick_scale(rng));
         break;
+      case GgmlType::Q3_K:
+        put_u16(block + offsetof(ref::BlockQ3_K, d), pick_scale(rng));
+        break;
       case GgmlType::Q2_K:
         put_u16(block + offsetof(ref::BlockQ2_K, d), pick_scale(rng));
         put_u16(block + offsetof(ref::BlockQ2_K, dmin), pick_scale(rng));
@@ -233,7 +236,8 @@ void check_dot(const KernelTable& avx2, GgmlType wt, const std::vector<uint8_t>&
 
 const GgmlType kQuantWeightTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
                                       GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q4_K,
-                                      GgmlType::Q2_K, GgmlType::Q5_K, GgmlType::Q6_K};
+                                      GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q5_K,
+                                      GgmlType::Q6_K};
 
 TEST_CASE("AVX2 quantized dots match ref on quantized random rows", "[avx2]") {
   const KernelTable* avx2 = avx2_or_warn();
@@ -378,7 +382,7 @@ TEST_CASE("The AVX2 table is the ref table with the AVX2 entries swapped in", "[
     CHECK((x.vec_dot == nullptr) == (r.vec_dot == nullptr));
     replaced += (x.vec_dot != r.vec_dot) + (x.quantize_row != r.quantize_row);
   }
-  CHECK(replaced == 14);  // 11 dots + 3 activation quantizers
+  CHECK(replaced == 15);  // 12 dots + 3 activation quantizers
   REQUIRE(avx2_float_ops() != nullptr);
   CHECK(avx2_float_ops()->isa == "avx2");
 }
