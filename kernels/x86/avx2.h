@@ -20,6 +20,7 @@ void quantize_row_q8_1(const float* src, void* dst, int64_t n);  // bit-exact wi
 // ---- float rows (avx2_float.cpp)
 float vec_dot_f32(int64_t n, const void* w, const void* a);  // a: F32
 float vec_dot_f16(int64_t n, const void* w, const void* a);  // a: F16
+float vec_dot_bf16(int64_t n, const void* w, const void* a);  // a: BF16
 
 // ---- k-quants, 256-element super-blocks (avx2_kquants.cpp)
 float vec_dot_q2_k(int64_t n, const void* w, const void* a);     // a: Q8_K

@@ -19,6 +19,7 @@ KernelTable build_avx2_table() {
   using G = GgmlType;
   dot(G::F32, avx2::vec_dot_f32);
   dot(G::F16, avx2::vec_dot_f16);
+  dot(G::BF16, avx2::vec_dot_bf16);
   dot(G::Q4_0, avx2::vec_dot_q4_0);
   dot(G::Q4_1, avx2::vec_dot_q4_1);
   dot(G::Q5_0, avx2::vec_dot_q5_0);

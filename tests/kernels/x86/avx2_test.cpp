@@ -319,10 +319,10 @@ TEST_CASE("AVX2 dots: hand-checked extreme blocks", "[avx2]") {
 
 // ---------------------------------------------------------------- float dots
 
-TEST_CASE("AVX2 F32 and F16 dots match ref", "[avx2]") {
+TEST_CASE("AVX2 F32, F16 and BF16 dots match ref", "[avx2]") {
   const KernelTable* avx2 = avx2_or_warn();
   if (avx2 == nullptr) return;
-  for (GgmlType t : {GgmlType::F32, GgmlType::F16}) {
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
     for (int64_t n : {1, 7, 8, 31, 32, 33, 64, 100, 576, 4096}) {
       for (int kind = 0; kind < 4; ++kind) {
         INFO("type " << traits(t).name << ", n " << n << ", kind " << kind);
@@ -382,7 +382,7 @@ TEST_CASE("The AVX2 table is the ref table with the AVX2 entries swapped in", "[
     CHECK((x.vec_dot == nullptr) == (r.vec_dot == nullptr));
     replaced += (x.vec_dot != r.vec_dot) + (x.quantize_row != r.quantize_row);
   }
-  CHECK(replaced == 15);  // 12 dots + 3 activation quantizers
+  CHECK(replaced == 16);  // 13 dots + 3 activation quantizers
   REQUIRE(avx2_float_ops() != nullptr);
   CHECK(avx2_float_ops()->isa == "avx2");
 }
