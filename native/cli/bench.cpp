@@ -126,7 +126,7 @@ double read_bandwidth(size_t bytes, int n_threads) {
 int bench_command(const std::vector<std::string>& args) {
   std::string models_arg, prompts_arg = "128", gens_arg = "32", threads_arg, output = "md", kv_type = "f16";
   int reps = 5;
-  bool mem_bandwidth = false;
+  bool mem_bandwidth = false, dry_run = false;
   ArgParser p("runnel bench -m FILE[,FILE] [-p 128] [-n 32] [-t 1,2] [-r 5] [-o md|jsonl]",
               "Measures prompt processing (pp: one batch of -p random tokens) and generation (tg: -n\n"
               "single-token decodes) like llama-bench, on an empty context, after a warm-up run.");
@@ -138,6 +138,7 @@ int bench_command(const std::vector<std::string>& args) {
   p.string_option("-o, --output", &output, "FORMAT", "md (a markdown table, default) or jsonl");
   p.string_option("--kv-type", &kv_type, "TYPE", "KV cache type (default f16)");
   p.flag("--mem-bandwidth", &mem_bandwidth, "measure the machine's read bandwidth (GB/s) instead");
+  p.flag("--dry-run", &dry_run, "print each model's memory plan for these tests and exit");
   p.parse(args);
   if (p.help_requested()) {
     std::fputs(p.help_text().c_str(), stdout);
@@ -168,7 +169,7 @@ int bench_command(const std::vector<std::string>& args) {
   if (models.empty()) throw UsageError("-m: at least one model file is required");
   const std::vector<int> prompts = int_list("-p", prompts_arg), gens = int_list("-n", gens_arg);
 
-  if (output == "md") {
+  if (output == "md" && !dry_run) {
     std::printf("| model | size | params | backend | threads | test | t/s |\n");
     std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
   }
@@ -184,6 +185,12 @@ int bench_command(const std::vector<std::string>& args) {
       lr.kv_type = kv_type;
       lr.n_ctx = std::max(max_prompt, max_gen) + 16;
       lr.n_batch = max_prompt;  // one forward pass per prompt, as llama-bench's
+      lr.dry_run = dry_run;
+      if (dry_run) {
+        std::printf("%s, %d thread%s:\n", model.c_str(), t, t == 1 ? "" : "s");
+        (void)load_model(lr);
+        continue;
+      }
       LoadedModel loaded = load_model(lr);
       Engine& engine = *loaded.engine;
       uint64_t n_params = 0;

@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include "core/runtime/session_file.h"
+#include "native/memory_budget.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -505,6 +506,15 @@ std::string Server::metrics_text() {
   metric("runnel_kv_cache_tokens", "gauge", "Tokens held in the slots' KV caches.", kv_tokens);
   metric("runnel_kv_cache_capacity_tokens", "gauge", "Tokens the slots' KV caches can hold.",
          static_cast<double>(slots_.size()) * engine_->n_ctx());
+  // Memory: what is resident, and what was read from storage (streamed weights).
+  const uint64_t read_bytes = process_read_bytes();
+  const uint64_t tokens = prompt_tokens_ - cached_tokens_ + generated_tokens_;
+  metric("runnel_resident_bytes", "gauge", "Resident memory of the server (VmRSS).",
+         static_cast<double>(process_rss_bytes()));
+  metric("runnel_storage_read_bytes_total", "counter", "Bytes the process read from storage.",
+         static_cast<double>(read_bytes));
+  metric("runnel_storage_read_bytes_per_token", "gauge", "Storage bytes read per evaluated token since start.",
+         tokens > 0 ? static_cast<double>(read_bytes) / static_cast<double>(tokens) : 0.0);
   return out;
 }
 

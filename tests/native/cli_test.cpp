@@ -282,6 +282,10 @@ TEST_CASE("cli: synth-model writes a loadable model; bench measures it", "[cli]"
   }
   CHECK(n == 2);  // pp16 and tg4
   check_usage_error(dir, "bench -m '" + model + "' -o xml", "-o: expected md or jsonl, got 'xml'");
+  const CliResult plan = runnel_cli(dir, "bench -m '" + model + "' -p 16 -n 4 -t 1 --dry-run");
+  CHECK(plan.status == 0);
+  CHECK_THAT(plan.out, Catch::Contains("memory plan:") && Catch::Contains("fits"));
+  CHECK_THAT(plan.out, !Catch::Contains("| pp16 |"));
   const CliResult cpu = runnel_cli(dir, "inspect --cpu", "RUNNEL_ISA=ref");
   CHECK(cpu.status == 0);
   CHECK_THAT(cpu.out, Catch::Contains("physical cores") && Catch::Contains("kernels: ref (forced by RUNNEL_ISA)"));

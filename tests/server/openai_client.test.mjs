@@ -182,9 +182,11 @@ test('metrics: Prometheus text with request counts and gauges', async () => {
   assert.ok(m['runnel_requests_total{endpoint="/v1/chat/completions",status="200"}'] >= 1);
   assert.ok(m['runnel_requests_total{endpoint="/v1/chat/completions",status="400"}'] >= 1);
   for (const name of ['runnel_queue_depth', 'runnel_slots_busy', 'runnel_kv_cache_tokens',
-    'runnel_generation_tokens_per_second', 'runnel_generated_tokens_total']) {
+    'runnel_generation_tokens_per_second', 'runnel_generated_tokens_total', 'runnel_resident_bytes',
+    'runnel_storage_read_bytes_total', 'runnel_storage_read_bytes_per_token']) {
     assert.ok(name in m, `missing ${name}`);
   }
+  assert.ok(m.runnel_resident_bytes > 50 * 2 ** 20, `resident ${m.runnel_resident_bytes}`);
 });
 
 test('--queue bound: a request beyond the slots and queue gets 429 with Retry-After', async () => {
