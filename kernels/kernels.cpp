@@ -12,6 +12,14 @@
 #include "kernels/x86/x86.h"
 #define RUNNEL_HAVE_X86_KERNELS 1
 #endif
+#if defined(__EMSCRIPTEN__) && defined(__wasm_simd128__)
+#include "kernels/wasm/wasm.h"
+#define RUNNEL_HAVE_WASM_KERNELS 1
+#endif
+#if defined(__aarch64__)
+#include "kernels/arm/arm.h"
+#define RUNNEL_HAVE_ARM_KERNELS 1
+#endif
 
 namespace runnel {
 namespace {
@@ -106,8 +114,21 @@ struct Selection {
 Selection find_isa(std::string_view isa) {
   if (isa == "ref") return {&ref_kernels(), &ref_float_ops()};
 #if defined(RUNNEL_HAVE_X86_KERNELS)
+  if (isa.empty() || isa == "avx512") {
+    if (const KernelTable* t = avx512_kernels()) return {t, avx512_float_ops()};
+  }
   if (isa.empty() || isa == "avx2") {
     if (const KernelTable* t = avx2_kernels()) return {t, avx2_float_ops()};
+  }
+#endif
+#if defined(RUNNEL_HAVE_WASM_KERNELS)
+  if (isa.empty() || isa == "simd128") {
+    if (const KernelTable* t = simd128_kernels()) return {t, simd128_float_ops()};
+  }
+#endif
+#if defined(RUNNEL_HAVE_ARM_KERNELS)
+  if (isa.empty() || isa == "neon") {
+    if (const KernelTable* t = neon_kernels()) return {t, neon_float_ops()};
   }
 #endif
   if (isa.empty()) return {&ref_kernels(), &ref_float_ops()};

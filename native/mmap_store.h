@@ -69,7 +69,4 @@ class MmapStore : public WeightStore {
   std::vector<bool> streamed_;  // per layer: released after use
 };
 
-// The layer index of a tensor named "blk.N.*", or -1.
-int layer_of_tensor(std::string_view name);
-
 }  // namespace runnel

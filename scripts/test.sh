@@ -8,7 +8,9 @@
 #   release  Release build in build-release; ctest (unit_tests, native_tests) and
 #            the [real] tests on the SmolLM2 model
 #   asan     ASan+UBSan build (RelWithDebInfo) in build-asan; the same tests
-#   wasm     Emscripten build of unit_tests in build-wasm, run under node by ctest
+#   wasm     Emscripten build of unit_tests in build-wasm, run under node by ctest; then
+#            the runnel-llm module (npm run build in wasm/: build-wasm-module{,-mt})
+#            and its Node tests (node --test tests/wasm/, needs build-release/runnel)
 #   parity   node --test tests/parity/: runnel vs llama.cpp (node-llama-cpp) on
 #            tokenization, greedy text and logits (needs build-release/runnel), with
 #            the automatic kernel set and again with RUNNEL_ISA=ref
@@ -116,6 +118,10 @@ stage_wasm() {
     "-DCMAKE_CROSSCOMPILING_EMULATOR=/usr/bin/node;--no-experimental-fetch"
   ninja -C build-wasm -j"$kJobs" unit_tests
   ctest --test-dir build-wasm --output-on-failure
+  (cd wasm && RUNNEL_JOBS="$kJobs" node scripts/build.mjs)
+  export RUNNEL_BIN="${RUNNEL_BIN:-$root/build-release/runnel}"
+  [ -x "$RUNNEL_BIN" ] || { echo "test.sh: no runnel binary at $RUNNEL_BIN (run the release stage)" >&2; return 1; }
+  node --test tests/wasm/
   end
 }
 

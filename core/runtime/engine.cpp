@@ -64,20 +64,35 @@ std::unique_ptr<Engine> Engine::load(std::unique_ptr<WeightStore> store,
 
 Engine::~Engine() = default;
 
-std::unique_ptr<Session> Engine::new_session() {
-  return std::make_unique<Session>(*this);
+std::unique_ptr<Session> Engine::new_session(int n_ctx) {
+  return std::make_unique<Session>(*this, n_ctx);
 }
 
 // ---------------------------------------------------------------- Session
 
-Session::Session(Engine& engine)
+namespace {
+
+int session_ctx(const Engine& engine, int n_ctx) {
+  if (n_ctx == 0) return engine.n_ctx();
+  if (n_ctx < 1 || n_ctx > engine.n_ctx()) {
+    throw std::invalid_argument("context size " + std::to_string(n_ctx) +
+                                " is outside [1, " + std::to_string(engine.n_ctx()) +
+                                "] (the model was loaded with context " +
+                                std::to_string(engine.n_ctx()) + ")");
+  }
+  return n_ctx;
+}
+
+}  // namespace
+
+Session::Session(Engine& engine, int n_ctx)
     : engine_(engine),
-      kv_(engine.config().n_layer, engine.n_ctx(), engine.config().kv_dim(), engine.config().v_dim(),
-          engine.options().kv_type),
-      scratch_(*engine.model_, engine.options().n_batch, engine.n_ctx(),
+      kv_(engine.config().n_layer, session_ctx(engine, n_ctx), engine.config().kv_dim(),
+          engine.config().v_dim(), engine.options().kv_type),
+      scratch_(*engine.model_, engine.options().n_batch, kv_.n_ctx(),
                n_tasks_for(*engine.options().parallel, std::numeric_limits<int>::max()),
                engine.options().all_logits) {
-  tokens_.reserve(engine.n_ctx());
+  tokens_.reserve(kv_.n_ctx());
 }
 
 void Session::check_fits(size_t n_new, std::string_view what) const {

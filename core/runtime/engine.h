@@ -65,6 +65,7 @@ struct GenerationStats {
 using PieceCallback = std::function<bool(std::string_view piece)>;
 
 class Session;
+class Generation;
 
 class Engine {
  public:
@@ -81,7 +82,8 @@ class Engine {
   double load_ms() const { return load_ms_; }
   WeightStore& store() { return *store_; }
 
-  std::unique_ptr<Session> new_session();
+  // n_ctx: the session's context, at most the engine's (0: the engine's).
+  std::unique_ptr<Session> new_session(int n_ctx = 0);
 
  private:
   friend class Session;
@@ -96,7 +98,8 @@ class Engine {
 
 class Session {
  public:
-  explicit Session(Engine& engine);
+  // n_ctx as for Engine::new_session; throws std::invalid_argument outside it.
+  explicit Session(Engine& engine, int n_ctx = 0);
 
   // Appends tokens to the history, runs everything not yet in the cache, and returns
   // the logits of the last token [n_vocab] (valid until the next call). Throws
@@ -116,6 +119,11 @@ class Session {
   // The checks generate() starts with, for front ends that act before calling it
   // (echoing the prompt). Returns how many tokens it would generate at most.
   int check_request(const std::vector<TokenId>& prompt, const GenerateParams& params) const;
+
+  // generate() in steps, for front ends that return to an event loop between tokens
+  // (the wasm worker): see Generation.
+  std::unique_ptr<Generation> start(const std::vector<TokenId>& prompt,
+                                    const GenerateParams& params);
 
   // Sentence embedding of `tokens` [n_embd]: the final-norm hidden states, mean-pooled
   // over the tokens and L2-normalized. Uses this session's cache as scratch: the
@@ -142,6 +150,7 @@ class Session {
   void reset() { rewind(0); }
 
  private:
+  friend class Generation;
   void check_fits(size_t n_new, std::string_view what) const;
   void append(std::span<const TokenId> tokens);  // validates, then adds to the history
   void run_pending(bool all_logits, std::vector<float>* all_out);
@@ -155,6 +164,38 @@ class Session {
   int n_evaluated_ = 0;
   std::span<float> last_logits_;
   int n_context_shifts_ = 0;
+};
+
+// One generation, a token per step: Session::start() checks the request (throwing
+// like generate()) and evaluates the prompt; each step() samples a token, evaluates
+// it when the next one is asked for, and hands out its text. generate() is this loop
+// run to the end. The session must not be used otherwise until the generation ends.
+class Generation {
+ public:
+  Generation(Session& session, const std::vector<TokenId>& prompt, const GenerateParams& params);
+  ~Generation();
+  Generation(const Generation&) = delete;
+  Generation& operator=(const Generation&) = delete;
+
+  // Produces the next token; `piece` receives its complete text (possibly "", never
+  // part of a UTF-8 sequence). Returns false once generation has ended, then `piece`
+  // holds any text still pending and stats().stop says why.
+  bool step(std::string& piece);
+  // Ends the generation early (StopReason::Callback); returns the pending text.
+  std::string stop();
+
+  bool done() const { return done_; }
+  const GenerationStats& stats() const { return stats_; }
+
+ private:
+  Session& session_;
+  GenerateParams params_;
+  Sampler sampler_;
+  StreamingDetokenizer detok_;
+  GenerationStats stats_;
+  int max_gen_ = 0;
+  int step_ = 0;
+  bool done_ = false;
 };
 
 }  // namespace runnel

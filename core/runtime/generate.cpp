@@ -53,59 +53,95 @@ int Session::check_request(const std::vector<TokenId>& prompt, const GeneratePar
   return max_gen;
 }
 
+std::unique_ptr<Generation> Session::start(const std::vector<TokenId>& prompt,
+                                           const GenerateParams& params) {
+  return std::make_unique<Generation>(*this, prompt, params);
+}
+
 GenerationStats Session::generate(const std::vector<TokenId>& prompt, const GenerateParams& params,
                                   const PieceCallback& on_piece) {
-  // ---- everything that can fail does so before any work
-  const int max_gen = check_request(prompt, params);
-
-  GenerationStats stats;
-  stats.load_ms = engine_.load_ms();
-  stats.n_prompt = static_cast<int>(prompt.size());
-  Sampler sampler(params.sampler);
-  // The penalties see the recent context: the history's tail, then the prompt.
-  const size_t n_recent = static_cast<size_t>(std::max(params.sampler.penalty_last_n, 0));
-  for (size_t i = tokens_.size() - std::min(tokens_.size(), n_recent); i < tokens_.size(); ++i) {
-    sampler.accept(tokens_[i]);
+  Generation gen(*this, prompt, params);
+  std::string piece;
+  while (gen.step(piece)) {
+    if (!piece.empty() && on_piece && !on_piece(piece)) {
+      piece = gen.stop();
+      break;
+    }
   }
-  for (const TokenId t : prompt) sampler.accept(t);
+  if (!piece.empty() && on_piece) on_piece(piece);
+  return gen.stats();
+}
+
+Generation::Generation(Session& session, const std::vector<TokenId>& prompt,
+                       const GenerateParams& params)
+    : session_(session),
+      params_(params),
+      sampler_(params.sampler),
+      detok_(session.engine_.tokenizer()) {
+  // ---- everything that can fail does so before any work
+  max_gen_ = session_.check_request(prompt, params_);
+  Session& s = session_;
+
+  stats_.load_ms = s.engine_.load_ms();
+  stats_.n_prompt = static_cast<int>(prompt.size());
+  // The penalties see the recent context: the history's tail, then the prompt.
+  const size_t n_recent = static_cast<size_t>(std::max(params_.sampler.penalty_last_n, 0));
+  for (size_t i = s.tokens_.size() - std::min(s.tokens_.size(), n_recent); i < s.tokens_.size();
+       ++i) {
+    sampler_.accept(s.tokens_[i]);
+  }
+  for (const TokenId t : prompt) sampler_.accept(t);
 
   // ---- the prompt
   const Clock::time_point prompt_start = Clock::now();
-  if (!prompt.empty()) append(prompt);
+  if (!prompt.empty()) s.append(prompt);
   // Nothing pending and no logits kept (after rewind): recompute the last position.
-  if (n_evaluated_ == position() && last_logits_.empty()) --n_evaluated_;
-  run_pending(false, nullptr);
-  stats.prompt_ms = ms_since(prompt_start);
-  if (max_gen == 0 && params.on_logits) params.on_logits(0, last_logits_);
+  if (s.n_evaluated_ == s.position() && s.last_logits_.empty()) --s.n_evaluated_;
+  s.run_pending(false, nullptr);
+  stats_.prompt_ms = ms_since(prompt_start);
+  if (max_gen_ == 0 && params_.on_logits) params_.on_logits(0, s.last_logits_);
+  stats_.stop = params_.max_tokens < 0 ? StopReason::ContextFull : StopReason::MaxTokens;
+  done_ = max_gen_ == 0;
+}
 
+Generation::~Generation() = default;
+
+bool Generation::step(std::string& piece) {
+  piece.clear();
+  if (done_) return false;
+  Session& s = session_;
+  const Clock::time_point step_start = Clock::now();
   // ---- sample, stream, evaluate
-  const Tokenizer& tok = engine_.tokenizer();
-  StreamingDetokenizer detok(tok);
-  const Clock::time_point gen_start = Clock::now();
-  stats.stop = params.max_tokens < 0 ? StopReason::ContextFull : StopReason::MaxTokens;
-  for (int step = 0; step < max_gen; ++step) {
-    if (step > 0) run_pending(false, nullptr);  // the token sampled last
-    if (params.on_logits) params.on_logits(step, last_logits_);
-    const TokenId id = sampler.sample(last_logits_);
-    if (params.stop_on_eog && tok.is_eog(id)) {
-      stats.stop = StopReason::EndOfGeneration;
-      break;
-    }
-    sampler.accept(id);
-    if (position() == kv_.n_ctx() && shifts_context()) shift_context();
-    tokens_.push_back(id);  // pending: evaluated when more is asked of this session
-    last_logits_ = {};
-    ++stats.n_generated;
-    const std::string piece = detok.push(id);
-    if (!piece.empty() && on_piece && !on_piece(piece)) {
-      stats.stop = StopReason::Callback;
-      break;
+  if (step_ > 0) s.run_pending(false, nullptr);  // the token sampled last
+  if (params_.on_logits) params_.on_logits(step_, s.last_logits_);
+  const TokenId id = sampler_.sample(s.last_logits_);
+  const Tokenizer& tok = s.engine_.tokenizer();
+  if (params_.stop_on_eog && tok.is_eog(id)) {
+    stats_.stop = StopReason::EndOfGeneration;
+    piece = detok_.flush();
+    done_ = true;
+  } else {
+    sampler_.accept(id);
+    if (s.position() == s.kv_.n_ctx() && s.shifts_context()) s.shift_context();
+    s.tokens_.push_back(id);  // pending: evaluated when more is asked of this session
+    s.last_logits_ = {};
+    ++stats_.n_generated;
+    ++step_;
+    piece = detok_.push(id);
+    if (step_ == max_gen_) {
+      piece += detok_.flush();
+      done_ = true;
     }
   }
-  const std::string rest = detok.flush();
-  if (!rest.empty() && on_piece) on_piece(rest);
-  stats.gen_ms = ms_since(gen_start);
-  return stats;
+  stats_.gen_ms += ms_since(step_start);
+  return !done_;
+}
+
+std::string Generation::stop() {
+  if (done_) return {};
+  done_ = true;
+  stats_.stop = StopReason::Callback;
+  return detok_.flush();
 }
 
 bool Session::shifts_context() const { return engine_.options().n_keep >= 0; }

@@ -5,10 +5,14 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 #include "core/gguf/gguf.h"
 
 namespace runnel {
+
+// The layer index of a tensor named "blk.N.*", or -1 (tensors outside layers).
+int layer_of_tensor(std::string_view name);
 
 class WeightStore {
  public:

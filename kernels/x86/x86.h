@@ -15,4 +15,13 @@ bool cpu_has_avx2();
 const KernelTable* avx2_kernels();
 const FloatOps* avx2_float_ops();
 
+// True when this CPU (and OS) can run the AVX-512 set: AVX-512 F/BW/VL/DQ/VNNI plus the
+// AVX2 set (its tails and fallbacks use AVX2).
+bool cpu_has_avx512();
+
+// The AVX-512 tables (the AVX2 tables with the AVX-512 entries swapped in), or nullptr
+// when the CPU lacks them. Built once; read-only.
+const KernelTable* avx512_kernels();
+const FloatOps* avx512_float_ops();
+
 }  // namespace runnel

@@ -65,3 +65,12 @@ const FloatOps* avx2_float_ops() {
 }
 
 }  // namespace runnel
+
+namespace runnel {
+
+// AVX-512: not filled yet (the AVX2 set is chosen).
+bool cpu_has_avx512() { return false; }
+const KernelTable* avx512_kernels() { return nullptr; }
+const FloatOps* avx512_float_ops() { return nullptr; }
+
+}  // namespace runnel

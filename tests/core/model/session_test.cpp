@@ -177,3 +177,54 @@ TEST_CASE("embed: mean-pooled final hidden states, unit length, history untouche
 }
 
 }  // namespace runnel
+
+namespace runnel {
+
+TEST_CASE("Generation steps give generate()'s text and stats; stop() ends early", "[model]") {
+  const test::TinyModel m = test::build_tiny_model({});
+  std::unique_ptr<Engine> e = tiny_engine(m);
+  std::string whole;
+  GenerationStats ws;
+  {
+    std::unique_ptr<Session> s = e->new_session();
+    ws = s->generate(kPrompt, greedy(12), [&](std::string_view p) {
+      whole += p;
+      return true;
+    });
+  }
+  std::unique_ptr<Session> s = e->new_session();
+  std::unique_ptr<Generation> g = s->start(kPrompt, greedy(12));
+  std::string stepped, piece;
+  int steps = 0;
+  while (g->step(piece)) {
+    stepped += piece;
+    ++steps;
+  }
+  stepped += piece;
+  CHECK(stepped == whole);
+  CHECK(steps == 11);  // the 12th step returns false with the last text
+  CHECK(g->stats().n_generated == ws.n_generated);
+  CHECK(g->stats().stop == StopReason::MaxTokens);
+  CHECK_FALSE(g->step(piece));
+  CHECK(piece.empty());
+
+  std::unique_ptr<Session> s2 = e->new_session();
+  std::unique_ptr<Generation> g2 = s2->start(kPrompt, greedy(12));
+  REQUIRE(g2->step(piece));
+  g2->stop();
+  CHECK(g2->done());
+  CHECK(g2->stats().stop == StopReason::Callback);
+  CHECK(g2->stats().n_generated == 1);
+  CHECK(s2->position() == static_cast<int>(kPrompt.size()) + 1);
+}
+
+TEST_CASE("a session may take a smaller context than the engine's", "[model]") {
+  const test::TinyModel m = test::build_tiny_model({});
+  std::unique_ptr<Engine> e = tiny_engine(m, 32);
+  CHECK(e->new_session(8)->n_ctx() == 8);
+  CHECK(e->new_session()->n_ctx() == 32);
+  CHECK(error_of([&] { e->new_session(33); }).find("outside [1, 32]") != std::string::npos);
+  CHECK(error_of([&] { e->new_session(-1); }).find("outside [1, 32]") != std::string::npos);
+}
+
+}  // namespace runnel

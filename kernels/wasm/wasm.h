@@ -1,0 +1,16 @@
+// WebAssembly SIMD128 kernel set, for kernels/kernels.cpp (dispatch) and the tests.
+// Only compiled into the Emscripten build (-msimd128 is on for every wasm file).
+#pragma once
+
+#include "kernels/kernels.h"
+#include "kernels/ops.h"
+
+namespace runnel {
+
+// The SIMD128 tables: the reference tables with the SIMD128 entries swapped in. A wasm
+// engine either validates SIMD128 modules or refuses the whole module, so these are
+// always available in the wasm build. Built once; read-only.
+const KernelTable* simd128_kernels();
+const FloatOps* simd128_float_ops();
+
+}  // namespace runnel

@@ -1,0 +1,193 @@
+// runnel-llm in Node 20: the package (wasm/js/index.js over wasm/dist, built by
+// `npm run build` in wasm/) loads SmolLM2 from a path, and its greedy text equals the
+// native `runnel run --temp 0` text for the same prompts; chat, stop strings,
+// AbortSignal, tokenize/detokenize, info, streaming under a memoryBudget and bad
+// input are checked against the real model.
+//   RUNNEL_MODEL (default models/SmolLM2-135M-Instruct.Q4_1.gguf), RUNNEL_BIN
+//   (default build-release/runnel).
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { loadModel } from '../../wasm/js/index.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const modelPath = process.env.RUNNEL_MODEL ?? path.join(root, 'models/SmolLM2-135M-Instruct.Q4_1.gguf');
+const runnelBin = process.env.RUNNEL_BIN ?? path.join(root, 'build-release/runnel');
+
+const kPrompts = [
+  'The capital of France is',
+  'Once upon a time, there was a little robot who',
+  'def fibonacci(n):',
+  'Water boils at a temperature of',
+];
+const kRobustPrompts = [kPrompts[0]];
+const kTokens = 32;
+
+// `runnel run` ends its output with one newline of its own.
+function nativeGreedy(prompt, isa = '') {
+  const out = execFileSync(runnelBin, ['run', '-m', modelPath, '-p', prompt, '-n', String(kTokens), '--temp', '0',
+    '--no-display-prompt', '-t', '1', '-c', '512'],
+  { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, RUNNEL_ISA: isa } });
+  assert.ok(out.endsWith('\n'));
+  return out.slice(0, -1);
+}
+
+async function collect(iterable) {
+  let text = '';
+  for await (const piece of iterable) text += piece;
+  return text;
+}
+
+describe('runnel-llm in Node', () => {
+  let model;
+  before(async () => {
+    assert.ok(fs.existsSync(path.join(root, 'wasm/dist/runnel.wasm')), 'wasm/dist is missing: run `npm run build` in wasm/');
+    const events = [];
+    model = await loadModel({ path: modelPath }, { contextSize: 512, onProgress: (p) => events.push(p) });
+    assert.ok(events.length > 0 && events.at(-1).phase === 'load', 'load progress was reported');
+    assert.equal(events.at(-1).loaded, events.at(-1).total);
+  });
+  after(async () => model?.dispose());
+
+  test('info describes the model and the build', () => {
+    const i = model.info;
+    assert.equal(i.architecture, 'llama');
+    assert.equal(i.nLayer, 30);
+    assert.equal(i.nVocab, 49152);
+    assert.equal(i.contextSize, 512);
+    assert.equal(i.threads, 1);
+    assert.match(i.threadsNote, /one thread|single-threaded/);
+    assert.equal(i.simd, 'simd128');
+    assert.equal(i.streaming, false);
+    assert.equal(i.weightsResidentBytes >= i.fileBytes, true);
+  });
+
+  // SIMD128 against native AVX2 (the kernels users get on each side). SmolLM2's
+  // greedy path is sensitive to last-bit differences in dot products (see
+  // tests/parity/greedy.test.mjs); these prompts have clear margins on every ISA.
+  for (const prompt of kRobustPrompts) {
+    test(`greedy text equals native runnel run: ${JSON.stringify(prompt)}`, async () => {
+      const session = model.createSession();
+      const text = await collect(session.generate(prompt, { temperature: 0, maxTokens: kTokens }));
+      assert.equal(text, nativeGreedy(prompt));
+      assert.equal(session.lastStats.generatedTokens <= kTokens, true);
+      assert.ok(session.lastStats.generateTokensPerSecond > 0);
+      await session.dispose();
+    });
+  }
+
+  test('tokenize / detokenize round trip, BOS policy like the native tokenizer', async () => {
+    const text = 'Hello world, héllo wörld! 123';
+    const ids = await model.tokenize(text);
+    const native = execFileSync(runnelBin, ['tokenize', '-m', modelPath, '-p', text, '--ids'], { encoding: 'utf8' });
+    assert.deepEqual(ids, native.trim().split(/\s+/).map(Number));
+    assert.equal(await model.detokenize(ids), text);
+  });
+
+  test('chat uses the model template; a follow-up turn reuses the cached prefix', async () => {
+    const session = model.createSession();
+    const messages = [{ role: 'user', content: 'What is the capital of France?' }];
+    const reply = await collect(session.chat(messages, { temperature: 0, maxTokens: 24 }));
+    assert.match(reply, /Paris/);
+    assert.equal(session.lastStats.cachedTokens, 0);
+    messages.push({ role: 'assistant', content: reply }, { role: 'user', content: 'And of Italy?' });
+    await collect(session.chat(messages, { temperature: 0, maxTokens: 8 }));
+    assert.ok(session.lastStats.cachedTokens > 10, `cached ${session.lastStats.cachedTokens}`);
+    await session.dispose();
+  });
+
+  test('stop strings end generation and are not emitted', async () => {
+    const session = model.createSession();
+    const full = await collect(session.generate(kPrompts[0], { temperature: 0, maxTokens: kTokens }));
+    const cut = full.indexOf('.');
+    assert.ok(cut > 0);
+    const text = await collect(session.generate(kPrompts[0], { temperature: 0, maxTokens: kTokens, stop: ['.'] }));
+    assert.equal(text, full.slice(0, cut));
+    assert.equal(session.lastStats.finishReason, 'stop');
+  });
+
+  test('an AbortSignal stops generation', async () => {
+    const session = model.createSession();
+    const controller = new AbortController();
+    let pieces = 0;
+    for await (const _ of session.generate('Count: 1, 2, 3,', { temperature: 0, maxTokens: 200, signal: controller.signal })) {
+      if (++pieces === 3) controller.abort();
+    }
+    assert.equal(session.lastStats.finishReason, 'abort');
+    assert.ok(session.lastStats.generatedTokens < 10);
+  });
+
+  test('sampling with a seed is reproducible', async () => {
+    const session = model.createSession();
+    const params = { temperature: 0.9, topK: 40, topP: 0.95, minP: 0.05, seed: 42, maxTokens: 16 };
+    const a = await collect(session.generate('My favourite colour is', params));
+    const b = await collect(session.generate('My favourite colour is', params));
+    assert.equal(a, b);
+  });
+
+  test('bad parameters are clear errors', async () => {
+    const session = model.createSession();
+    await assert.rejects(collect(session.generate('x', { temperature: -1 })), /temperature/);
+    await assert.rejects(collect(session.generate('x', { maxTokens: 100000 })), /context/);
+    await assert.rejects(collect(session.generate('x', { topP: 'high' })), /topP/);
+    assert.throws(() => model.createSession({ contextSize: 100000 }), /contextSize/);
+    await assert.rejects(model.detokenize([1e9]), /outside the vocabulary/);
+  });
+});
+
+describe('runnel-llm: the scalar kernels', () => {
+  // Same code, same float steps: the wasm's ref kernels give native ref's text exactly,
+  // on every prompt, near-ties included.
+  let model;
+  before(async () => (model = await loadModel({ path: modelPath }, { contextSize: 512, isa: 'ref' })));
+  after(async () => model?.dispose());
+  for (const prompt of kPrompts) {
+    test(`isa ref: greedy text equals native RUNNEL_ISA=ref: ${JSON.stringify(prompt)}`, async () => {
+      assert.equal(model.info.simd, 'ref');
+      const text = await collect(model.createSession().generate(prompt, { temperature: 0, maxTokens: kTokens }));
+      assert.equal(text, nativeGreedy(prompt, 'ref'));
+    });
+  }
+});
+
+describe('runnel-llm: loading', () => {
+  test('streaming under a memoryBudget below the model size gives the same greedy text', async () => {
+    const size = fs.statSync(modelPath).size;
+    const model = await loadModel({ path: modelPath }, { contextSize: 512, memoryBudget: Math.floor(size * 0.75) });
+    try {
+      assert.equal(model.info.streaming, true);
+      assert.ok(model.info.weightsResidentBytes < size, `resident ${model.info.weightsResidentBytes} of ${size}`);
+      const session = model.createSession();
+      const text = await collect(session.generate(kPrompts[0], { temperature: 0, maxTokens: kTokens }));
+      assert.equal(text, nativeGreedy(kPrompts[0]));
+      assert.ok(session.lastStats.bytesReadPerToken > 0, 'layers were read while generating');
+      await model.refreshInfo();
+      assert.ok(model.info.weightsResidentBytes <= Math.floor(size * 0.75), `resident ${model.info.weightsResidentBytes}`);
+    } finally {
+      await model.dispose();
+    }
+  });
+
+  test('from bytes works like from a path', async () => {
+    const model = await loadModel({ bytes: fs.readFileSync(modelPath) }, { contextSize: 256 });
+    try {
+      const text = await collect(model.createSession().generate(kPrompts[0], { temperature: 0, maxTokens: kTokens }));
+      assert.equal(text, nativeGreedy(kPrompts[0]));
+    } finally {
+      await model.dispose();
+    }
+  });
+
+  test('corrupt and missing files are clear errors', async () => {
+    await assert.rejects(loadModel({ path: '/nonexistent/model.gguf' }), /cannot open model file/);
+    const bytes = fs.readFileSync(modelPath).subarray(0, 1 << 20);
+    await assert.rejects(loadModel({ bytes }), /truncated|past the end|exceeds file size/);
+    await assert.rejects(loadModel({ bytes: new TextEncoder().encode('not a gguf file at all') }), /magic|GGUF/i);
+    await assert.rejects(loadModel({ path: modelPath }, { threads: 0 }), /threads/);
+    await assert.rejects(loadModel({ path: modelPath }, { memoryBudget: 1 << 20 }), /does not fit/);
+  });
+});

@@ -1,0 +1,261 @@
+// runnel-llm: GGUF language models in the browser (Web Worker + OPFS cache) and in Node.
+//
+//   import { loadModel } from 'runnel-llm';
+//   const model = await loadModel({ url }, { threads: 2, onProgress });
+//   const session = model.createSession({ contextSize: 2048 });
+//   for await (const piece of session.chat([{ role: 'user', content: 'Hi' }])) ...
+//
+// In a page the engine runs in a dedicated Worker (wasm/js/worker.js); in Node and
+// inside workers it runs in-process (wasm/js/backend.js). index.d.ts documents it all.
+import { LocalBackend } from './backend.js';
+import { deleteCachedModel, listCachedModels, storageInfo } from './opfs.js';
+
+export { deleteCachedModel, listCachedModels, storageInfo };
+
+const onPageMainThread =
+  typeof window === 'object' && typeof document === 'object' && typeof Worker === 'function';
+
+// The worker backend: the same methods as LocalBackend, as messages.
+class WorkerBackend {
+  static async create(options) {
+    const b = new WorkerBackend();
+    b.worker = new Worker(options.workerUrl ?? new URL('./worker.js', import.meta.url), { type: 'module' });
+    b.nextId = 1;
+    b.pending = new Map();
+    b.worker.onmessage = (e) => b.receive(e.data);
+    b.worker.onerror = (e) => {
+      const err = new Error(`the runnel worker failed: ${e.message ?? 'could not start (check the worker URL)'}`);
+      for (const p of b.pending.values()) p.reject(err);
+      b.pending.clear();
+    };
+    const { distUrl, threads, isa } = options;
+    await b.send('init', [{ threads, isa, distUrl: distUrl ? String(distUrl) : undefined }]);
+    return b;
+  }
+
+  receive(msg) {
+    const p = this.pending.get(msg.id);
+    if (!p) return;
+    if (msg.event) {
+      p.onEvent?.(msg.event, msg.data);
+      return;
+    }
+    this.pending.delete(msg.id);
+    if ('error' in msg) p.reject(new Error(msg.error));
+    else p.resolve(msg.result);
+  }
+
+  send(op, args, onEvent) {
+    const id = this.nextId++;
+    const promise = new Promise((resolve, reject) => this.pending.set(id, { resolve, reject, onEvent }));
+    this.worker.postMessage({ id, op, args });
+    return Object.assign(promise, { id });
+  }
+
+  load(source, options, onProgress) {
+    const { onProgress: _drop, signal: _signal, ...rest } = options ?? {};
+    return this.send('load', [source, rest], (event, data) => event === 'progress' && onProgress?.(data));
+  }
+
+  async *generate(session, request, { signal, onDone } = {}) {
+    const queue = [];
+    let wake = null;
+    let finished = false;
+    let failure = null;
+    const call = this.send('generate', [session, request], (event, data) => {
+      if (event === 'piece') {
+        queue.push(data);
+        wake?.();
+      }
+    });
+    call.then(
+      (stats) => {
+        finished = true;
+        onDone?.(stats);
+        wake?.();
+      },
+      (e) => {
+        failure = e;
+        finished = true;
+        wake?.();
+      },
+    );
+    const abort = () => this.send('abort', [call.id]);
+    signal?.addEventListener?.('abort', abort, { once: true });
+    try {
+      while (true) {
+        if (queue.length > 0) {
+          yield queue.shift();
+          continue;
+        }
+        if (finished) break;
+        await new Promise((resolve) => (wake = resolve));
+        wake = null;
+      }
+      if (failure) throw failure;
+    } finally {
+      signal?.removeEventListener?.('abort', abort);
+      if (!finished) {
+        abort();
+        await call.catch(() => {});
+      }
+    }
+  }
+
+  terminate() {
+    this.worker.terminate();
+  }
+}
+for (const op of ['info', 'tokenize', 'detokenize', 'applyChatTemplate', 'newSession', 'freeSession', 'freeModel']) {
+  WorkerBackend.prototype[op] = function (...args) {
+    return this.send(op, args);
+  };
+}
+
+function checkParams(params) {
+  const p = { ...(params ?? {}) };
+  for (const key of ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'seed']) {
+    if (p[key] !== undefined && (typeof p[key] !== 'number' || !Number.isFinite(p[key]))) {
+      throw new TypeError(`${key} must be a finite number, got ${p[key]}`);
+    }
+  }
+  if (p.stop !== undefined && typeof p.stop !== 'string' && !Array.isArray(p.stop)) {
+    throw new TypeError('stop must be a string or an array of strings');
+  }
+  const { signal, ...rest } = p;
+  return { params: rest, signal };
+}
+
+export class Session {
+  constructor(model, handle, contextSize) {
+    this.model = model;
+    this.handle = handle;
+    this.contextSize = contextSize;
+    this.lastStats = null; // the stats of the last finished generation
+    this.busy = false;
+  }
+
+  // Streams the continuation of `prompt` (text, or an array of token ids). The prompt
+  // is the whole context: whatever prefix this session already holds is reused.
+  generate(prompt, params) {
+    const request = Array.isArray(prompt) ? { tokens: prompt } : { text: String(prompt) };
+    return this.run(request, params);
+  }
+
+  // Streams the assistant's reply to `messages` ([{ role, content }]) through the
+  // model's chat template.
+  chat(messages, params) {
+    return this.run({ messages }, params);
+  }
+
+  async *run(request, rawParams) {
+    const { params, signal } = checkParams(rawParams);
+    if (this.handle === null) throw new Error('this session was disposed');
+    if (this.busy) throw new Error('this session is already generating; one generation at a time');
+    this.busy = true;
+    try {
+      if (signal?.aborted) return;
+      yield* this.model.backend.generate(this.handle, { ...request, params }, {
+        signal,
+        onDone: (stats) => (this.lastStats = stats),
+      });
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  async dispose() {
+    if (this.handle === null) return;
+    const h = this.handle;
+    this.handle = null;
+    await this.model.backend.freeSession(h);
+  }
+}
+
+export class Model {
+  constructor(backend, loaded) {
+    this.backend = backend;
+    this.handle = loaded.handle;
+    this.sources = loaded.sources;
+    this.info = loaded.info;
+  }
+
+  // Token ids of `text` (BOS added as the model wants unless addSpecial is false).
+  tokenize(text, { addSpecial = true, parseSpecial = false } = {}) {
+    return this.backend.tokenize(this.handle, text, { addSpecial, parseSpecial });
+  }
+
+  detokenize(ids, { special = false } = {}) {
+    return this.backend.detokenize(this.handle, ids, { special });
+  }
+
+  applyChatTemplate(messages) {
+    return this.backend.applyChatTemplate(this.handle, messages);
+  }
+
+  // Fresh figures (resident bytes, bytes read) merged into model.info.
+  async refreshInfo() {
+    this.info = await this.backend.info(this.handle);
+    return this.info;
+  }
+
+  // A conversation with its own KV cache. Synchronous: the handle is made when first
+  // used, so `model.createSession()` reads like the spec.
+  createSession({ contextSize = 0 } = {}) {
+    if (this.handle === null) throw new Error('this model was disposed');
+    if (!Number.isInteger(contextSize) || contextSize < 0 || contextSize > this.info.contextSize) {
+      throw new RangeError(`contextSize must be an integer in [0, ${this.info.contextSize}], got ${contextSize}`);
+    }
+    const model = this;
+    const session = new Session(model, null, contextSize || this.info.contextSize);
+    const ready = this.backend.newSession(this.handle, contextSize);
+    const run = session.run.bind(session);
+    session.run = async function* (request, params) {
+      if (session.handle === null && !session.disposed) session.handle = await ready;
+      yield* run(request, params);
+    };
+    const dispose = session.dispose.bind(session);
+    session.dispose = async () => {
+      session.disposed = true;
+      if (session.handle === null) session.handle = await ready.catch(() => null);
+      await dispose();
+    };
+    return session;
+  }
+
+  async dispose() {
+    if (this.handle === null) return;
+    const h = this.handle;
+    this.handle = null;
+    await this.backend.freeModel(h, this.sources);
+    await this.backend.terminate();
+  }
+}
+
+// Loads a GGUF model. source: { url } | { blob } | { bytes } | { path } (Node).
+// options: { threads, memoryBudget, contextSize, kvType, onProgress, sha256, cache,
+//            distUrl, workerUrl, isa }.
+export async function loadModel(source, options = {}) {
+  if (source === null || typeof source !== 'object') {
+    throw new TypeError('loadModel(source): source must be { url }, { blob }, { bytes } or { path }');
+  }
+  const threads = options.threads ?? 1;
+  if (!Number.isInteger(threads) || threads < 1 || threads > 64) {
+    throw new RangeError(`threads must be an integer in [1, 64], got ${threads}`);
+  }
+  if (options.memoryBudget !== undefined && !(options.memoryBudget >= 0)) {
+    throw new RangeError(`memoryBudget must be a number of bytes >= 0, got ${options.memoryBudget}`);
+  }
+  const backendOptions = { threads, isa: options.isa ?? '', distUrl: options.distUrl, workerUrl: options.workerUrl };
+  const backend = onPageMainThread
+    ? await WorkerBackend.create(backendOptions)
+    : await LocalBackend.create(backendOptions);
+  try {
+    const { onProgress, ...loadOptions } = options;
+    const loaded = await backend.load(source, loadOptions, onProgress);
+    return new Model(backend, loaded);
+  } catch (e) {
+    await backend.terminate();
+    throw e;
+  }
+}

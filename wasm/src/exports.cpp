@@ -1,0 +1,408 @@
+// The C ABI of the wasm module: what wasm/js/engine.js calls. Requests and answers
+// cross as JSON strings (UTF-8); handles are small positive ints. Every entry point
+// catches everything: a failure returns 0 / null and rn_last_error() says why, so a
+// bad GGUF or impossible parameter reaches JS as a message, never as a trap.
+#include <emscripten.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/chat/chat_template.h"
+#include "core/kv/kv_cache.h"
+#include "core/runtime/engine.h"
+#include "core/runtime/memory_plan.h"
+#include "kernels/kernels.h"
+#include "kernels/ops.h"
+#include "wasm/src/js_file.h"
+#include "wasm/src/js_store.h"
+#if defined(__EMSCRIPTEN_PTHREADS__)
+#include "wasm/src/wasm_thread_pool.h"
+#endif
+
+// clang-format off
+EM_JS(void, runnel_js_load_progress, (double done, double total), {
+  if (Module.runnelLoadProgress) Module.runnelLoadProgress(done, total);
+});
+// clang-format on
+
+namespace runnel::wasm {
+namespace {
+
+using json = nlohmann::json;
+
+struct Model {
+  std::unique_ptr<Engine> engine;
+  JsStore* store = nullptr;  // owned by engine
+  std::unique_ptr<ChatTemplate> chat;  // null when the model's template is unusable
+  std::string chat_error;
+  MemoryPlan plan;
+  int n_threads = 1;
+};
+
+struct SessionSlot {
+  int model = 0;
+  std::unique_ptr<Session> session;
+  std::unique_ptr<Generation> generation;
+  uint64_t bytes_read_at_start = 0;
+};
+
+std::map<int, std::unique_ptr<Model>> g_models;
+std::map<int, std::unique_ptr<SessionSlot>> g_sessions;
+int g_next_handle = 1;
+std::string g_error;
+std::string g_answer;  // the last string handed to JS (read before the next call)
+
+const char* answer(std::string s) {
+  g_answer = std::move(s);
+  return g_answer.c_str();
+}
+
+Model& model_of(int handle) {
+  const auto it = g_models.find(handle);
+  if (it == g_models.end()) throw std::invalid_argument("no model with handle " + std::to_string(handle) + " (disposed?)");
+  return *it->second;
+}
+
+SessionSlot& session_of(int handle) {
+  const auto it = g_sessions.find(handle);
+  if (it == g_sessions.end()) throw std::invalid_argument("no session with handle " + std::to_string(handle) + " (disposed?)");
+  return *it->second;
+}
+
+// Runs fn; on an exception stores its message and returns `failed`.
+template <typename T, typename Fn>
+T guarded(T failed, Fn&& fn) {
+  try {
+    g_error.clear();
+    return fn();
+  } catch (const json::exception& e) {
+    g_error = std::string("bad request: ") + e.what();
+  } catch (const std::bad_alloc&) {
+    g_error = "out of wasm memory (try a smaller contextSize or memoryBudget)";
+  } catch (const std::exception& e) {
+    g_error = e.what();
+  }
+  return failed;
+}
+
+// Reads an optional number field, refusing other types with the field's name.
+template <typename T>
+T field(const json& j, const char* name, T fallback) {
+  const auto it = j.find(name);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_number() && !it->is_boolean()) {
+    throw std::invalid_argument(std::string(name) + " must be a number, got " + it->dump());
+  }
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    const double d = it->get<double>();
+    if (d != static_cast<double>(static_cast<int64_t>(d))) {
+      throw std::invalid_argument(std::string(name) + " must be an integer, got " + it->dump());
+    }
+  }
+  return it->get<T>();
+}
+
+json model_info(const Model& m) {
+  const ModelConfig& c = m.engine->config();
+  const GgufMetadata& md = m.engine->store().model().metadata;
+  json info = {
+      {"architecture", c.arch_name},
+      {"name", md.find_string("general.name").value_or("")},
+      {"nVocab", c.n_vocab},
+      {"nCtxTrain", c.n_ctx_train},
+      {"contextSize", m.engine->n_ctx()},
+      {"nEmbd", c.n_embd},
+      {"nLayer", c.n_layer},
+      {"nHead", c.n_head},
+      {"nHeadKv", c.n_head_kv},
+      {"fileBytes", m.plan.weights_bytes},
+      {"threads", m.n_threads},
+      {"simd", std::string(kernels().isa)},
+      {"floatOps", std::string(float_ops().isa)},
+      {"streaming", m.store->streaming()},
+      {"weightsResidentBytes", m.store->resident_bytes()},
+      {"bytesRead", m.store->bytes_read()},
+      {"kvBytesPerSession", m.plan.kv_bytes},
+      {"chatTemplate", m.chat != nullptr},
+      {"bos", m.engine->tokenizer().bos()},
+      {"eos", m.engine->tokenizer().eos()},
+  };
+  if (m.chat == nullptr) info["chatTemplateError"] = m.chat_error;
+  return info;
+}
+
+SamplerParams sampler_params(const json& p) {
+  SamplerParams s;
+  s.temperature = field<float>(p, "temperature", s.temperature);
+  s.top_k = field<int32_t>(p, "topK", s.top_k);
+  s.top_p = field<float>(p, "topP", s.top_p);
+  s.min_p = field<float>(p, "minP", s.min_p);
+  s.typical_p = field<float>(p, "typicalP", s.typical_p);
+  s.repeat_penalty = field<float>(p, "repeatPenalty", s.repeat_penalty);
+  s.frequency_penalty = field<float>(p, "frequencyPenalty", s.frequency_penalty);
+  s.presence_penalty = field<float>(p, "presencePenalty", s.presence_penalty);
+  s.penalty_last_n = field<int32_t>(p, "penaltyLastN", s.penalty_last_n);
+  const double seed = field<double>(p, "seed", static_cast<double>(s.seed));
+  if (seed < 0 || seed > 18446744073709549568.0 || seed != static_cast<double>(static_cast<uint64_t>(seed))) {
+    throw std::invalid_argument("seed must be a non-negative integer, got " + p["seed"].dump());
+  }
+  s.seed = static_cast<uint64_t>(seed);
+  s.validate();
+  return s;
+}
+
+std::vector<ChatMessage> parse_messages(const json& j) {
+  if (!j.is_array() || j.empty()) throw std::invalid_argument("messages must be a non-empty array");
+  std::vector<ChatMessage> out;
+  for (const json& m : j) {
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
+        !m["content"].is_string()) {
+      throw std::invalid_argument("each message needs a string role and a string content, got " + m.dump());
+    }
+    out.push_back(ChatMessage{m["role"].get<std::string>(), m["content"].get<std::string>()});
+  }
+  return out;
+}
+
+std::string render_chat(const Model& m, const std::vector<ChatMessage>& messages) {
+  if (m.chat == nullptr) throw std::invalid_argument("this model has no usable chat template: " + m.chat_error);
+  return m.chat->apply(messages, true);
+}
+
+// The prompt of a generate request as tokens: {"tokens": [...]}, {"text": ...} or
+// {"messages": [...]} (rendered with the chat template).
+std::vector<TokenId> request_tokens(const Model& m, const json& r) {
+  const Tokenizer& tok = m.engine->tokenizer();
+  if (r.contains("tokens")) return r["tokens"].get<std::vector<TokenId>>();
+  if (r.contains("messages")) {
+    const std::string text = render_chat(m, parse_messages(r["messages"]));
+    const std::string& bos = m.chat->bos_token();
+    const bool has_bos = !bos.empty() && text.rfind(bos, 0) == 0;  // the template wrote it
+    return tok.encode(text, !has_bos, true);
+  }
+  if (r.contains("text") && r["text"].is_string()) {
+    return tok.encode(r["text"].get<std::string>(), true, r.value("parseSpecial", true));
+  }
+  throw std::invalid_argument("a prompt needs text, tokens or messages");
+}
+
+json stats_json(const GenerationStats& st, const SessionSlot& slot, const Model& m) {
+  static const char* kReasons[] = {"length", "stop", "abort", "context"};
+  return {{"promptTokens", st.n_prompt},
+          {"generatedTokens", st.n_generated},
+          {"promptMs", st.prompt_ms},
+          {"generateMs", st.gen_ms},
+          {"promptTokensPerSecond", st.prompt_tokens_per_s()},
+          {"generateTokensPerSecond", st.gen_tokens_per_s()},
+          {"finishReason", kReasons[static_cast<int>(st.stop)]},
+          {"cachedTokens", slot.session->position() - st.n_prompt - st.n_generated},
+          {"bytesRead", m.store->bytes_read() - slot.bytes_read_at_start},
+          {"weightsResidentBytes", m.store->resident_bytes()}};
+}
+
+}  // namespace
+}  // namespace runnel::wasm
+
+using namespace runnel;
+using namespace runnel::wasm;
+
+extern "C" {
+
+EMSCRIPTEN_KEEPALIVE const char* rn_last_error() { return g_error.c_str(); }
+
+// Picks the kernel table ("" = best; "ref" forces the scalar one). 1 on success.
+EMSCRIPTEN_KEEPALIVE int rn_select_isa(const char* isa) {
+  return select_kernels(isa) ? 1 : (g_error = std::string("unknown ISA ") + isa, 0);
+}
+
+// {"files": [{"source", "size", "name"}], "contextSize", "memoryBudget", "threads",
+//  "kvType", "batchSize", "keep"} -> model handle, or 0.
+EMSCRIPTEN_KEEPALIVE int rn_model_load(const char* request_json) {
+  return guarded(0, [&] {
+    const json r = json::parse(request_json);
+    std::vector<JsFile> files;
+    for (const json& f : r.at("files")) {
+      files.emplace_back(f.at("source").get<int>(), f.at("size").get<uint64_t>(), f.at("name").get<std::string>());
+    }
+    if (files.empty()) throw std::invalid_argument("no model file given");
+    auto model = std::make_unique<Model>();
+    std::unique_ptr<JsStore> store = JsStore::open(std::move(files));
+
+    EngineOptions eo;
+    eo.n_ctx = field<int>(r, "contextSize", 0);
+    eo.n_batch = field<int>(r, "batchSize", 64);
+    eo.n_keep = field<int>(r, "keep", -1);
+    if (eo.n_ctx < 0) throw std::invalid_argument("contextSize must be >= 0, got " + std::to_string(eo.n_ctx));
+    if (eo.n_batch < 1) throw std::invalid_argument("batchSize must be >= 1, got " + std::to_string(eo.n_batch));
+    eo.kv_type = parse_kv_type(r.value("kvType", std::string("f16")));
+    const int threads = field<int>(r, "threads", 1);
+    if (threads < 1 || threads > 64) throw std::invalid_argument("threads must be in [1, 64], got " + std::to_string(threads));
+#if defined(__EMSCRIPTEN_PTHREADS__)
+    model->n_threads = threads;
+    eo.parallel = std::make_shared<ThreadPool>(threads);
+#else
+    model->n_threads = 1;  // this build has no threads; the JS side reports why
+    eo.parallel = std::make_shared<InlineParallel>();
+#endif
+
+    // The memory plan decides between loading whole and streaming layers.
+    const ModelConfig config = ModelConfig::from_model(store->model());
+    MemoryPlanOptions po;
+    po.n_ctx = eo.n_ctx > 0 ? eo.n_ctx : std::min(config.n_ctx_train, 4096);
+    po.n_batch = eo.n_batch;
+    po.kv_type = eo.kv_type;
+    po.n_tasks = model->n_threads == 1 ? 1 : model->n_threads * kTasksPerThread;
+    model->plan = plan_memory(store->model(), config, po);
+    // wasm32 addresses 4 GiB; keep room for the JS side and the allocator.
+    constexpr uint64_t kWasmLimit = uint64_t{3584} << 20;
+    const double budget_in = field<double>(r, "memoryBudget", 0);
+    if (budget_in < 0) throw std::invalid_argument("memoryBudget must be >= 0 bytes");
+    const uint64_t budget = budget_in > 0 ? std::min<uint64_t>(static_cast<uint64_t>(budget_in), kWasmLimit) : kWasmLimit;
+    const MemoryPlan& plan = model->plan;
+    const uint64_t total = plan.weights_bytes;
+    store->on_load_progress([total](uint64_t done) {
+      runnel_js_load_progress(static_cast<double>(done), static_cast<double>(total));
+    });
+    switch (plan.fit(budget)) {
+      case MemoryPlan::Fit::Resident:
+        store->load_weights(0);
+        break;
+      case MemoryPlan::Fit::Streaming:
+        store->load_weights(plan.weight_budget(budget) - plan.non_layer_bytes);
+        break;
+      case MemoryPlan::Fit::DoesNotFit:
+        throw std::invalid_argument("the model does not fit memoryBudget " + format_bytes(budget) + ": " +
+                                    format_bytes(plan.streaming_bytes()) + " needed even when streaming (kv cache " +
+                                    format_bytes(plan.kv_bytes) + "); lower contextSize or use kvType q8_0");
+    }
+    model->store = store.get();
+    model->engine = Engine::load(std::move(store), eo);
+    model->store->on_load_progress(nullptr);
+    try {
+      model->chat = std::make_unique<ChatTemplate>(
+          ChatTemplate::from_model(model->engine->store().model().metadata, model->engine->tokenizer()));
+    } catch (const std::exception& e) {
+      model->chat_error = e.what();
+    }
+    const int handle = g_next_handle++;
+    g_models[handle] = std::move(model);
+    return handle;
+  });
+}
+
+EMSCRIPTEN_KEEPALIVE const char* rn_model_info(int model) {
+  return guarded<const char*>(nullptr, [&] { return answer(model_info(model_of(model)).dump()); });
+}
+
+EMSCRIPTEN_KEEPALIVE void rn_model_free(int model) {
+  for (auto it = g_sessions.begin(); it != g_sessions.end();) {
+    it = it->second->model == model ? g_sessions.erase(it) : std::next(it);
+  }
+  g_models.erase(model);
+}
+
+EMSCRIPTEN_KEEPALIVE const char* rn_tokenize(int model, const char* text, int add_special, int parse_special) {
+  return guarded<const char*>(nullptr, [&] {
+    const json ids = model_of(model).engine->tokenizer().encode(text, add_special != 0, parse_special != 0);
+    return answer(ids.dump());
+  });
+}
+
+EMSCRIPTEN_KEEPALIVE const char* rn_detokenize(int model, const char* ids_json, int special) {
+  return guarded<const char*>(nullptr, [&] {
+    const Model& m = model_of(model);
+    const std::vector<TokenId> ids = json::parse(ids_json).get<std::vector<TokenId>>();
+    for (const TokenId id : ids) {
+      if (id < 0 || id >= m.engine->config().n_vocab) {
+        throw std::invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary");
+      }
+    }
+    return answer(json(m.engine->tokenizer().decode(ids, special != 0)).dump());
+  });
+}
+
+EMSCRIPTEN_KEEPALIVE const char* rn_apply_chat(int model, const char* messages_json) {
+  return guarded<const char*>(nullptr, [&] {
+    const Model& m = model_of(model);
+    return answer(json(render_chat(m, parse_messages(json::parse(messages_json)))).dump());
+  });
+}
+
+EMSCRIPTEN_KEEPALIVE int rn_session_new(int model, int n_ctx) {
+  return guarded(0, [&] {
+    Model& m = model_of(model);
+    auto slot = std::make_unique<SessionSlot>();
+    slot->model = model;
+    slot->session = m.engine->new_session(n_ctx);
+    const int handle = g_next_handle++;
+    g_sessions[handle] = std::move(slot);
+    return handle;
+  });
+}
+
+EMSCRIPTEN_KEEPALIVE void rn_session_free(int session) { g_sessions.erase(session); }
+
+// {"text" | "tokens" | "messages", "params": {...}} -> 1, or 0. The prompt is the whole
+// context: the longest prefix already in the session's cache is reused.
+EMSCRIPTEN_KEEPALIVE int rn_generate_start(int session, const char* request_json) {
+  return guarded(0, [&] {
+    SessionSlot& slot = session_of(session);
+    Model& m = model_of(slot.model);
+    slot.generation.reset();
+    const json r = json::parse(request_json);
+    const json params = r.value("params", json::object());
+    GenerateParams gp;
+    gp.max_tokens = field<int>(params, "maxTokens", 256);
+    gp.sampler = sampler_params(params);
+    const std::vector<TokenId> prompt = request_tokens(m, r);
+    if (prompt.empty()) throw std::invalid_argument("the prompt is empty");
+    Session& s = *slot.session;
+    size_t keep = 0;
+    while (keep < prompt.size() && keep < s.tokens().size() && s.tokens()[keep] == prompt[keep]) ++keep;
+    s.rewind(static_cast<int>(keep));
+    const std::vector<TokenId> suffix(prompt.begin() + static_cast<std::ptrdiff_t>(keep), prompt.end());
+    slot.bytes_read_at_start = m.store->bytes_read();
+    slot.generation = s.start(suffix, gp);
+    return 1;
+  });
+}
+
+// -> {"piece": "...", "done": bool, "stats": {...} (when done)}, or null on error.
+EMSCRIPTEN_KEEPALIVE const char* rn_generate_step(int session) {
+  return guarded<const char*>(nullptr, [&] {
+    SessionSlot& slot = session_of(session);
+    if (!slot.generation) throw std::invalid_argument("no generation in progress");
+    std::string piece;
+    const bool more = slot.generation->step(piece);
+    json out = {{"piece", piece}, {"done", !more}};
+    if (!more) {
+      out["stats"] = stats_json(slot.generation->stats(), slot, model_of(slot.model));
+      slot.generation.reset();
+    }
+    return answer(out.dump(-1, ' ', false, json::error_handler_t::replace));
+  });
+}
+
+// Ends the generation now: -> {"piece": pending text, "done": true, "stats"}.
+EMSCRIPTEN_KEEPALIVE const char* rn_generate_stop(int session) {
+  return guarded<const char*>(nullptr, [&] {
+    SessionSlot& slot = session_of(session);
+    if (!slot.generation) throw std::invalid_argument("no generation in progress");
+    json out = {{"piece", slot.generation->stop()}, {"done", true}};
+    out["stats"] = stats_json(slot.generation->stats(), slot, model_of(slot.model));
+    slot.generation.reset();
+    return answer(out.dump(-1, ' ', false, json::error_handler_t::replace));
+  });
+}
+
+// The session's tokens (history) as a JSON array.
+EMSCRIPTEN_KEEPALIVE const char* rn_session_tokens(int session) {
+  return guarded<const char*>(nullptr, [&] { return answer(json(session_of(session).session->tokens()).dump()); });
+}
+
+}  // extern "C"

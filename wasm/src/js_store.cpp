@@ -1,0 +1,137 @@
+#include "wasm/src/js_store.h"
+
+#include <algorithm>
+#include <new>
+#include <stdexcept>
+#include <string>
+
+#include "core/runtime/memory_plan.h"
+
+namespace runnel::wasm {
+namespace {
+
+constexpr uint64_t kArenaAlign = 64;  // every tensor starts on a cache line
+
+uint64_t align_up(uint64_t n) { return (n + kArenaAlign - 1) / kArenaAlign * kArenaAlign; }
+
+}  // namespace
+
+std::unique_ptr<JsStore> JsStore::open(std::vector<JsFile> files) {
+  std::unique_ptr<JsStore> s(new JsStore());
+  std::vector<GgufFile> parsed;
+  for (const JsFile& f : files) parsed.push_back(f.parse_header());
+  s->model_ = GgufModel::join(std::move(parsed));
+  s->files_ = std::move(files);
+
+  // Place every tensor in its arena.
+  int n_layers = 0;
+  for (const GgufTensorInfo& t : s->model_.tensors) {
+    n_layers = std::max(n_layers, layer_of_tensor(t.name) + 1);
+  }
+  s->layers_.resize(static_cast<size_t>(n_layers));
+  s->placement_.resize(s->model_.tensors.size());
+  for (size_t i = 0; i < s->model_.tensors.size(); ++i) {
+    const int layer = layer_of_tensor(s->model_.tensors[i].name);
+    Arena& a = s->arena_of(layer);
+    s->placement_[i] = Placement{layer + 1, a.n_bytes};
+    a.n_bytes += align_up(s->model_.tensors[i].n_bytes);
+    a.tensors.push_back(i);
+  }
+
+  return s;
+}
+
+void JsStore::load_weights(uint64_t layer_budget_bytes) {
+  uint64_t max_layer = 0;
+  for (const Arena& a : layers_) max_layer = std::max(max_layer, a.n_bytes);
+  uint64_t all_layers = 0;
+  for (const Arena& a : layers_) all_layers += a.n_bytes;
+  streaming_ = layer_budget_bytes > 0 && layer_budget_bytes < all_layers;
+  load(non_layer_);
+  if (!streaming_) {
+    for (Arena& a : layers_) load(a);
+    return;
+  }
+  // Every forward pass walks the layers in order, which defeats a plain LRU (each
+  // layer is evicted just before it is needed again). So the first layers that fit
+  // the budget, less room for one streamed layer, are read once and pinned; the rest
+  // cycle through the LRU in what is left (at least the largest layer).
+  uint64_t pinned = 0;
+  for (Arena& a : layers_) {
+    if (pinned + a.n_bytes + max_layer > layer_budget_bytes) break;
+    load(a);
+    a.pinned = true;
+    pinned += a.n_bytes;
+  }
+  layer_budget_ = std::max(layer_budget_bytes - pinned, max_layer);
+}
+
+void JsStore::load(Arena& a) {
+  if (a.loaded()) return;
+  a.bytes.reset(new (std::nothrow) uint8_t[std::max<uint64_t>(a.n_bytes, 1)]);
+  if (!a.bytes) {
+    throw std::runtime_error("out of wasm memory: cannot hold " + format_bytes(a.n_bytes) +
+                             " of weights next to " + format_bytes(resident_bytes_) +
+                             " already loaded (set a smaller memoryBudget to stream layers)");
+  }
+  for (const size_t i : a.tensors) {
+    const GgufTensorInfo& t = model_.tensors[i];
+    const GgufFile& f = model_.files[t.file_index];
+    files_[t.file_index].read(f.data_offset() + t.offset, a.bytes.get() + placement_[i].offset,
+                              t.n_bytes);
+    bytes_read_ += t.n_bytes;
+    if (on_load_progress_) on_load_progress_(bytes_read_);
+  }
+  resident_bytes_ += a.n_bytes;
+}
+
+std::span<const uint8_t> JsStore::tensor_bytes(const GgufTensorInfo& tensor) {
+  size_t i = static_cast<size_t>(&tensor - model_.tensors.data());
+  if (&tensor < model_.tensors.data() || i >= model_.tensors.size()) {
+    // Not one of ours by address (a copy): find it by name.
+    const GgufTensorInfo* t = model_.find_tensor(tensor.name);
+    if (t == nullptr) throw std::invalid_argument("no tensor named " + tensor.name);
+    i = static_cast<size_t>(t - model_.tensors.data());
+  }
+  const Placement& p = placement_[i];
+  Arena& a = p.arena == 0 ? non_layer_ : layers_[static_cast<size_t>(p.arena - 1)];
+  if (!a.loaded()) load(a);  // a layer used outside acquire/release: read it now
+  return {a.bytes.get() + p.offset, static_cast<size_t>(model_.tensors[i].n_bytes)};
+}
+
+void JsStore::evict_for(uint64_t n_bytes) {
+  for (auto it = lru_.begin(); it != lru_.end() && layer_bytes_resident_ + n_bytes > layer_budget_;) {
+    Arena& a = layers_[static_cast<size_t>(*it)];
+    if (a.in_use > 0) {
+      ++it;
+      continue;
+    }
+    a.bytes.reset();
+    layer_bytes_resident_ -= a.n_bytes;
+    resident_bytes_ -= a.n_bytes;
+    it = lru_.erase(it);
+  }
+}
+
+void JsStore::acquire(int layer) {
+  if (layer < 0 || layer >= n_layers()) return;
+  Arena& a = layers_[static_cast<size_t>(layer)];
+  ++a.in_use;
+  if (!streaming_) return;
+  if (a.pinned) return;
+  lru_.remove(layer);
+  if (!a.loaded()) {
+    evict_for(a.n_bytes);
+    load(a);
+    layer_bytes_resident_ += a.n_bytes;
+  }
+  lru_.push_back(layer);
+}
+
+void JsStore::release(int layer) {
+  if (layer < 0 || layer >= n_layers()) return;
+  Arena& a = layers_[static_cast<size_t>(layer)];
+  if (a.in_use > 0) --a.in_use;
+}
+
+}  // namespace runnel::wasm

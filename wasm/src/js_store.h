@@ -1,0 +1,76 @@
+// JsStore: the wasm WeightStore. Tensor bytes are read from JsFiles (wasm/src/js_file.h)
+// into arenas in wasm memory: one arena for the tensors outside layers, one per layer.
+//  - Whole (the model fits the budget): every arena is read at load and kept.
+//  - Streaming: the first layers that fit `layer_budget_bytes` are pinned; the others
+//    live in an LRU of layer arenas bounded by what is left, and acquire() reads a
+//    missing layer (evicting the least recently used ones not in use). So a model
+//    larger than the budget, or than wasm's 4 GiB, runs with a few layers resident.
+//    Bytes read are counted for the API's per-token figure.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/runtime/weight_store.h"
+#include "wasm/src/js_file.h"
+
+namespace runnel::wasm {
+
+class JsStore : public WeightStore {
+ public:
+  // Parses every file's header (throws GgufError for bad files); reads no weights.
+  static std::unique_ptr<JsStore> open(std::vector<JsFile> files);
+  // Reads the weights. layer_budget_bytes: 0 = load whole, else stream layers within
+  // that many bytes (at least the largest layer's size is used, so one always fits).
+  void load_weights(uint64_t layer_budget_bytes);
+  // Called with bytes_read() after each tensor read (load progress).
+  void on_load_progress(std::function<void(uint64_t)> fn) { on_load_progress_ = std::move(fn); }
+
+  const GgufModel& model() const override { return model_; }
+  std::span<const uint8_t> tensor_bytes(const GgufTensorInfo& tensor) override;
+  void acquire(int layer) override;
+  void release(int layer) override;
+
+  bool streaming() const { return streaming_; }
+  uint64_t resident_bytes() const { return resident_bytes_; }  // arenas held now
+  uint64_t bytes_read() const { return bytes_read_; }           // since open
+  int n_layers() const { return static_cast<int>(layers_.size()); }
+
+ private:
+  struct Arena {
+    std::unique_ptr<uint8_t[]> bytes;
+    uint64_t n_bytes = 0;  // what the arena needs (its tensors, aligned)
+    std::vector<size_t> tensors;  // indexes into model_.tensors
+    int in_use = 0;               // acquire() minus release()
+    bool pinned = false;          // streaming: read once, never evicted
+    bool loaded() const { return bytes != nullptr; }
+  };
+  struct Placement {
+    int arena = 0;  // 0 = outside layers, l + 1 = layer l
+    uint64_t offset = 0;
+  };
+
+  JsStore() = default;
+  Arena& arena_of(int layer) { return layer < 0 ? non_layer_ : layers_[static_cast<size_t>(layer)]; }
+  void load(Arena& a);
+  void evict_for(uint64_t n_bytes);
+
+  std::vector<JsFile> files_;
+  GgufModel model_;
+  std::vector<Placement> placement_;  // per tensor
+  Arena non_layer_;
+  std::vector<Arena> layers_;
+  bool streaming_ = false;
+  uint64_t layer_budget_ = 0;
+  uint64_t layer_bytes_resident_ = 0;
+  std::list<int> lru_;  // loaded layers, least recently used first
+  uint64_t resident_bytes_ = 0;
+  uint64_t bytes_read_ = 0;
+  std::function<void(uint64_t)> on_load_progress_;
+};
+
+}  // namespace runnel::wasm
