@@ -1,4 +1,5 @@
 // Builds the SIMD128 kernel tables from the reference tables plus the SIMD128 entries.
+#include "kernels/wasm/simd128.h"
 #include "kernels/wasm/wasm.h"
 
 namespace runnel {
@@ -7,12 +8,40 @@ namespace {
 KernelTable build_simd128_table() {
   KernelTable t = ref_kernels();  // types not sped up keep their reference entries
   t.isa = "simd128";
+  auto dot = [&t](GgmlType type, float (*fn)(int64_t, const void*, const void*)) {
+    t.types[static_cast<uint32_t>(type)].vec_dot = fn;
+  };
+  using G = GgmlType;
+  dot(G::F32, simd128::vec_dot_f32);
+  dot(G::F16, simd128::vec_dot_f16);
+  dot(G::BF16, simd128::vec_dot_bf16);
+  dot(G::Q4_0, simd128::vec_dot_q4_0);
+  dot(G::Q4_1, simd128::vec_dot_q4_1);
+  dot(G::Q5_0, simd128::vec_dot_q5_0);
+  dot(G::Q5_1, simd128::vec_dot_q5_1);
+  dot(G::Q8_0, simd128::vec_dot_q8_0);
+  dot(G::Q2_K, simd128::vec_dot_q2_k);
+  dot(G::Q3_K, simd128::vec_dot_q3_k);
+  dot(G::Q4_K, simd128::vec_dot_q4_k);
+  dot(G::Q5_K, simd128::vec_dot_q5_k);
+  dot(G::Q6_K, simd128::vec_dot_q6_k);
+  // f16 rows are the KV cache's values: decoded for every attended position.
+  t.types[static_cast<uint32_t>(G::F16)].dequantize_row = simd128::dequantize_row_f16;
+  // The activation quantizers stay ref's: O(n) per row against the dots' O(n * rows).
   return t;
 }
 
 FloatOps build_simd128_float_ops() {
   FloatOps ops = ref_float_ops();
   ops.isa = "simd128";
+  ops.rms_norm = simd128::rms_norm;
+  ops.softmax = simd128::softmax;
+  ops.silu = simd128::silu;
+  ops.swiglu = simd128::swiglu;
+  ops.add = simd128::add;
+  ops.mul = simd128::mul;
+  ops.scale = simd128::scale;
+  ops.axpy = simd128::axpy;
   return ops;
 }
 

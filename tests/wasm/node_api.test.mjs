@@ -24,13 +24,13 @@ const kPrompts = [
   'def fibonacci(n):',
   'Water boils at a temperature of',
 ];
-const kRobustPrompts = [kPrompts[0]];
+const kRobustPrompts = [kPrompts[0], kPrompts[1]];
 const kTokens = 32;
 
 // `runnel run` ends its output with one newline of its own.
-function nativeGreedy(prompt, isa = '') {
+function nativeGreedy(prompt, isa = '', extra = []) {
   const out = execFileSync(runnelBin, ['run', '-m', modelPath, '-p', prompt, '-n', String(kTokens), '--temp', '0',
-    '--no-display-prompt', '-t', '1', '-c', '512'],
+    '--no-display-prompt', '-t', '1', '-c', '512', ...extra],
   { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, RUNNEL_ISA: isa } });
   assert.ok(out.endsWith('\n'));
   return out.slice(0, -1);
@@ -91,8 +91,12 @@ describe('runnel-llm in Node', () => {
   test('chat uses the model template; a follow-up turn reuses the cached prefix', async () => {
     const session = model.createSession();
     const messages = [{ role: 'user', content: 'What is the capital of France?' }];
+    const rendered = await model.applyChatTemplate(messages);
+    assert.ok(rendered.endsWith('<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n'),
+      JSON.stringify(rendered));
+    // (The first reply token is a near-tie on this prompt, see the ref suite below.)
     const reply = await collect(session.chat(messages, { temperature: 0, maxTokens: 24 }));
-    assert.match(reply, /Paris/);
+    assert.ok(reply.length > 0);
     assert.equal(session.lastStats.cachedTokens, 0);
     messages.push({ role: 'assistant', content: reply }, { role: 'user', content: 'And of Italy?' });
     await collect(session.chat(messages, { temperature: 0, maxTokens: 8 }));
@@ -152,6 +156,15 @@ describe('runnel-llm: the scalar kernels', () => {
       assert.equal(text, nativeGreedy(prompt, 'ref'));
     });
   }
+  test('isa ref: chat reply equals native runnel run of the rendered template', async () => {
+    // The top two logits of the first reply token differ by ~0.03 here: exact only
+    // with the same kernels on both sides.
+    const messages = [{ role: 'user', content: 'What is the capital of France?' }];
+    const rendered = await model.applyChatTemplate(messages);
+    const reply = await collect(model.createSession().chat(messages, { temperature: 0, maxTokens: 24 }));
+    assert.equal(reply, nativeGreedy(rendered, 'ref', ['--special', '-n', '24']));
+    assert.match(reply, /Paris/);
+  });
 });
 
 describe('runnel-llm: loading', () => {
