@@ -4,7 +4,8 @@
 # 1. Debian packages (toolchains, test libraries, sanitizer runtime); apt runs only
 #    when something is missing, so a re-run on a ready machine takes a second.
 # 2. The models (scripts/fetch_models.sh -> models/, git-ignored).
-# 3. The npm dependencies of the parity and server suites (tests/*/node_modules), if missing.
+# 3. The npm dependencies of the parity, server and web suites (tests/*/node_modules),
+#    if missing.
 # Runs as root (CI and fresh machines) or through sudo.
 set -euo pipefail
 
@@ -76,9 +77,23 @@ install_server_deps() {
   (cd "$dir" && npm ci --no-audit --no-fund) || die "npm ci in tests/server failed"
 }
 
+# The web suite's npm dependencies (playwright-core for Debian's chromium, vite for
+# the sample app, @wllama/wllama for the web benchmark), if missing.
+install_web_deps() {
+  local dir="$root/tests/web"
+  if [ -d "$dir/node_modules/playwright-core" ] && [ -d "$dir/node_modules/vite" ] &&
+     [ -d "$dir/node_modules/@wllama/wllama" ]; then
+    echo "setup: web-test npm dependencies present"
+    return 0
+  fi
+  echo "setup: installing web-test npm dependencies (playwright-core, vite, @wllama/wllama)"
+  (cd "$dir" && npm ci --no-audit --no-fund) || die "npm ci in tests/web failed"
+}
+
 install_debian_packages
 check_node_version
 "$root/scripts/fetch_models.sh"
 install_parity_deps
 install_server_deps
+install_web_deps
 echo "setup: ready"

@@ -11,6 +11,10 @@
 #   wasm     Emscripten build of unit_tests in build-wasm, run under node by ctest; then
 #            the runnel-llm module (npm run build in wasm/: build-wasm-module{,-mt})
 #            and its Node tests (node --test tests/wasm/, needs build-release/runnel)
+#   web      node --test tests/web/: the demo page and runnel-llm in headless Chromium
+#            (download + OPFS reuse, resume, streamed layers, threads with COOP/COEP, the
+#            npm tarball in a Vite app); needs the wasm stage's build. Screenshots go to
+#            build-web-artifacts/
 #   parity   node --test tests/parity/: runnel vs llama.cpp (node-llama-cpp) on
 #            tokenization, greedy text and logits (needs build-release/runnel), with
 #            the automatic kernel set and again with RUNNEL_ISA=ref
@@ -26,7 +30,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-readonly kAllStages=(release asan wasm parity memory server)
+readonly kAllStages=(release asan wasm web parity memory server)
 readonly kJobs="${RUNNEL_JOBS:-2}"  # the machines have 2 cores, shared
 
 export RUNNEL_MODEL="${RUNNEL_MODEL:-$root/models/SmolLM2-135M-Instruct.Q4_1.gguf}"
@@ -122,6 +126,14 @@ stage_wasm() {
   export RUNNEL_BIN="${RUNNEL_BIN:-$root/build-release/runnel}"
   [ -x "$RUNNEL_BIN" ] || { echo "test.sh: no runnel binary at $RUNNEL_BIN (run the release stage)" >&2; return 1; }
   node --test tests/wasm/
+  end
+}
+
+stage_web() {
+  begin web "demo page + npm package in headless Chromium (node --test tests/web/)"
+  [ -f wasm/dist/runnel.wasm ] && [ -f web/runnel-llm/dist/runnel.wasm ] ||
+    { echo "test.sh: no wasm module in wasm/dist (run the wasm stage)" >&2; return 1; }
+  node --test tests/web/
   end
 }
 

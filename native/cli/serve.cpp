@@ -85,6 +85,7 @@ int serve_command(const std::vector<std::string>& args) {
   so.shutdown_deadline_s = shutdown_s;
   if (so.model_alias.empty()) so.model_alias = std::filesystem::path(model_path).filename().string();
   if (!p.seen("--web-root")) so.web_root = find_web_root("/proc/self/exe");
+  so.model_file = model_path;
   select_kernels_from_env();
 
   // Block the stop signals before any thread starts, so that only sigwait sees them.

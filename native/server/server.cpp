@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <random>
 
 namespace runnel::server {
@@ -182,7 +183,45 @@ void Server::install_routes() {
       throw std::invalid_argument("--web-root: no index.html in '" + options_.web_root + "'");
     }
     h.set_mount_point("/", options_.web_root);
+    // Cross-origin isolation lets the page run the pthreads build (SharedArrayBuffer).
+    h.set_file_request_handler([](const httplib::Request&, httplib::Response& res) {
+      res.set_header("Cross-Origin-Opener-Policy", "same-origin");
+      res.set_header("Cross-Origin-Embedder-Policy", "require-corp");
+    });
+    if (!options_.model_file.empty()) serve_model_file(h);
   }
+}
+
+void Server::serve_model_file(httplib::Server& h) {
+  const std::filesystem::path file = options_.model_file;
+  const std::string route = "/models/" + file.filename().string();
+  h.Get(route, [file](const httplib::Request&, httplib::Response& res) {
+    std::error_code ec;
+    const uint64_t size = std::filesystem::file_size(file, ec);
+    if (ec) {
+      res.status = 404;
+      return;
+    }
+    res.set_header("Cross-Origin-Resource-Policy", "same-origin");
+    res.set_header("Cache-Control", "no-cache");
+    // httplib answers Range requests from a sized provider (206 + Content-Range).
+    res.set_content_provider(
+        static_cast<size_t>(size), "application/octet-stream",
+        [file](size_t offset, size_t length, httplib::DataSink& sink) {
+          std::ifstream in(file, std::ios::binary);
+          in.seekg(static_cast<std::streamoff>(offset));
+          std::vector<char> buf(std::min<size_t>(length, size_t{1} << 20));
+          size_t left = length;
+          while (left > 0 && in) {
+            const size_t n = std::min(left, buf.size());
+            in.read(buf.data(), static_cast<std::streamsize>(n));
+            const auto got = static_cast<size_t>(in.gcount());
+            if (got == 0 || !sink.write(buf.data(), got)) return false;
+            left -= got;
+          }
+          return left == 0;
+        });
+  });
 }
 
 bool Server::authorized(const httplib::Request& req) const {

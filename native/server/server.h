@@ -41,6 +41,9 @@ struct ServerOptions {
   std::string model_alias;  // the model id clients name; default: the file name
   std::string cors_origin;  // empty: no CORS headers
   std::string web_root;     // folder with index.html served at GET /; empty: none
+  // With web_root: the served model's file, offered to the demo page at
+  // GET /models/<file name> (Range requests work: the page's download resumes).
+  std::string model_file;
   size_t max_body_bytes = 8u << 20;
   double shutdown_deadline_s = 10;
   std::string session_path;  // slot 0's conversation: restored at start, saved at stop
@@ -63,6 +66,7 @@ class Server {
     bool busy = false;
   };
   class Lease;
+  void serve_model_file(httplib::Server& h);
   struct Outcome {
     Usage usage;
     std::string finish_reason;

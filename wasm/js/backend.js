@@ -45,7 +45,8 @@ export class LocalBackend {
       if (inWorker && options.cache !== false && globalThis.navigator?.storage?.getDirectory) {
         const key = await ensureCached(url, { sha256: options.sha256, onProgress });
         const name = url.split('/').pop() || 'model.gguf';
-        return [syncHandleReader(await openCached(key), name)];
+        const opened = await openCached(key);
+        return [opened.access ? syncHandleReader(opened.access, name) : blobReader(opened.file, name)];
       }
       // No OPFS here (Node, or caching turned off): download into memory.
       const response = await fetch(url);

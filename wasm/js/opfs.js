@@ -207,9 +207,16 @@ export async function ensureCached(url, { sha256, onProgress, signal, fetchImpl 
   }
 }
 
-// Opens a cached model for reading (worker only): the sync access handle.
+// Opens a cached model for reading (worker only): { access } a sync access handle, or
+// { file } when another tab holds the handle (a File snapshot, read with
+// FileReaderSync: the same bytes, without the lock).
 export async function openCached(key) {
   const dir = await cacheDir();
   const handle = await dir.getFileHandle(`${key}.gguf`);
-  return handle.createSyncAccessHandle();
+  try {
+    return { access: await handle.createSyncAccessHandle() };
+  } catch (e) {
+    if (e.name !== 'NoModificationAllowedError' && e.name !== 'InvalidStateError') throw e;
+    return { file: await handle.getFile() };
+  }
 }

@@ -38,3 +38,11 @@ for (const v of variants) {
   }
 }
 console.log(`build: ${fs.readdirSync(dist).join(', ')} in ${dist}`);
+
+// The demo page (web/) loads the package from web/runnel-llm/, so that web/ alone is
+// a complete static site (runnel serve, or any static server).
+const webCopy = path.join(root, 'web', 'runnel-llm');
+fs.rmSync(webCopy, { recursive: true, force: true });
+fs.cpSync(path.resolve(here, '..', 'js'), path.join(webCopy, 'js'), { recursive: true });
+fs.cpSync(dist, path.join(webCopy, 'dist'), { recursive: true });
+console.log(`build: copied the package into ${webCopy}`);

@@ -1,0 +1,175 @@
+// The demo page (web/) in headless Chromium, served on 127.0.0.1 by our static server
+// (tests/web/lib/static_server.mjs) with the model at /models/<file>, as runnel serve
+// does: first visit downloads with progress into OPFS and chats; a second visit loads
+// from OPFS with no request for the model; an interrupted download resumes with a
+// Range request; a memoryBudget below the model streams layers and gives the same
+// reply; with COOP/COEP the pthreads build runs 2 threads, same reply. A screenshot
+// of the chat is saved to $RUNNEL_ARTIFACTS (default build-web-artifacts/).
+// Needs `npm run build` in wasm/ (web/runnel-llm/) and npm install in tests/web/.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { loadModel } from '../../wasm/js/index.js';
+import { launchChromium } from './lib/browser.mjs';
+import { startServer } from './lib/static_server.mjs';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const modelPath = process.env.RUNNEL_MODEL ?? path.join(root, 'models/SmolLM2-135M-Instruct.Q4_1.gguf');
+const modelRoute = `/models/${path.basename(modelPath)}`;
+const artifacts = process.env.RUNNEL_ARTIFACTS ?? path.join(root, 'build-web-artifacts');
+const kQuestion = 'Name three colours of the rainbow.';
+const kQuery = 'autoload&temperature=0&maxTokens=24&context=1024';
+
+// What the same wasm engine answers in Node: the page must show exactly this.
+async function nodeReply(options = {}) {
+  const model = await loadModel({ path: modelPath }, { contextSize: 1024, ...options });
+  try {
+    let text = '';
+    for await (const p of model.createSession().chat([{ role: 'user', content: kQuestion }],
+      { temperature: 0, maxTokens: 24 })) text += p;
+    return text;
+  } finally {
+    await model.dispose();
+  }
+}
+
+async function waitState(page, state, timeout = 120_000) {
+  try {
+    await page.waitForFunction((s) => document.body.dataset.state === s, state, { timeout });
+  } catch (e) {
+    const shown = await page.evaluate(() => `state ${document.body.dataset.state}, error: ${document.getElementById('error').textContent}`);
+    throw new Error(`waiting for state ${state}: ${e.message}; ${shown}`);
+  }
+}
+
+async function chat(page) {
+  await page.fill('#prompt', kQuestion);
+  await page.click('#send');
+  await waitState(page, 'generating', 10_000).catch(() => {});
+  await waitState(page, 'ready');
+  const error = await page.textContent('#error');
+  assert.equal(error, '', `page error: ${error}`);
+  return page.textContent('.msg.assistant');
+}
+
+const modelRequests = (server) => server.log.filter((r) => r.path === modelRoute);
+
+describe('demo page in Chromium', () => {
+  let browser;
+  let server;
+  let expected;
+  before(async () => {
+    assert.ok(fs.existsSync(path.join(root, 'web/runnel-llm/dist/runnel.wasm')),
+      'web/runnel-llm is missing: run `npm run build` in wasm/');
+    fs.mkdirSync(artifacts, { recursive: true });
+    expected = await nodeReply();
+    server = await startServer({ routes: [{ prefix: '/', dir: path.join(root, 'web') }], files: { [modelRoute]: modelPath } });
+    browser = await launchChromium();
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  test('first visit downloads with progress and chats; second visit loads from OPFS', async () => {
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      const progress = [];
+      await page.exposeFunction('reportProgress', (p) => progress.push(p));
+      await page.goto(`${server.url}/?${kQuery}`);
+      await waitState(page, 'ready');
+      assert.equal(await page.getAttribute('body', 'data-cached'), 'false');
+      const first = modelRequests(server);
+      assert.equal(first.length, 1, JSON.stringify(first));
+      assert.equal(first[0].status, 200);
+      assert.match(await page.textContent('#model-info'), /30 layers.*simd128/);
+      assert.match(await page.textContent('#model-info'), /1 thread \(the page is not cross-origin isolated/);
+      const reply = await chat(page);
+      assert.equal(reply, expected);
+      assert.match(await page.textContent('#speed'), /tok\/s/);
+      await page.screenshot({ path: path.join(artifacts, 'demo-chat.png'), fullPage: true });
+      assert.match(await page.textContent('#cached-list'), new RegExp(path.basename(modelPath)));
+
+      // Second visit (the tab reloaded): the weights come from OPFS; no request for
+      // the model at all.
+      server.log.length = 0;
+      await page.close();
+      const again = await context.newPage();
+      await again.goto(`${server.url}/?${kQuery}`);
+      await waitState(again, 'ready');
+      assert.equal(await again.getAttribute('body', 'data-cached'), 'true');
+      assert.deepEqual(modelRequests(server), []);
+      assert.equal(await chat(again), expected);
+      // A second tab while the first holds the OPFS file open: still no download.
+      const third = await context.newPage();
+      await third.goto(`${server.url}/?${kQuery}`);
+      await waitState(third, 'ready');
+      assert.deepEqual(modelRequests(server), []);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('an interrupted download resumes with a Range request', async () => {
+    const context = await browser.newContext(); // a fresh origin storage
+    try {
+      const page = await context.newPage();
+      server.log.length = 0;
+      server.cutNextDownload(modelRoute, 40 << 20);
+      await page.goto(`${server.url}/?${kQuery}`);
+      await waitState(page, 'idle');
+      assert.match(await page.textContent('#error'), /download|network|fetch|body/i);
+      assert.match(await page.textContent('#cached-list'), /partial/);
+      await page.click('#load');
+      await waitState(page, 'ready');
+      const reqs = modelRequests(server);
+      assert.equal(reqs.length, 2, JSON.stringify(reqs));
+      assert.equal(reqs[0].cut, true);
+      assert.match(reqs[1].range ?? '', /^bytes=\d+-$/);
+      assert.ok(Number(/\d+/.exec(reqs[1].range)[0]) > 0, reqs[1].range);
+      assert.equal(reqs[1].status, 206);
+      assert.equal(await chat(page), expected);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('a memoryBudget below the model size streams layers and gives the same reply', async () => {
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      const budgetMiB = Math.floor((fs.statSync(modelPath).size * 0.85) / 2 ** 20);
+      await page.goto(`${server.url}/?${kQuery}&budget=${budgetMiB}`);
+      await waitState(page, 'ready');
+      assert.match(await page.textContent('#model-info'), /streaming layers/);
+      assert.equal(await chat(page), expected);
+    } finally {
+      await context.close();
+    }
+  });
+});
+
+describe('demo page, cross-origin isolated', () => {
+  test('COOP/COEP: the pthreads build runs 2 threads with the same reply', async () => {
+    const expected = await nodeReply();
+    const server = await startServer({ routes: [{ prefix: '/', dir: path.join(root, 'web') }],
+      files: { [modelRoute]: modelPath }, isolate: true });
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      page.on('console', (m) => m.type() === 'error' && console.log('page:', m.text()));
+      await page.goto(`${server.url}/?${kQuery}&threads=2`);
+      await waitState(page, 'ready');
+      assert.equal(await page.evaluate(() => crossOriginIsolated), true);
+      assert.match(await page.textContent('#model-info'), /2 threads/);
+      assert.equal(await chat(page), expected);
+    } finally {
+      await browser.close();
+      await server.close();
+    }
+  });
+});

@@ -1,0 +1,188 @@
+// The demo page: pick a model, watch it download (into OPFS) and load, then chat with
+// streamed tokens. The engine runs in runnel-llm's Web Worker; this file only drives
+// the DOM. body[data-state] (idle | loading | ready | generating) is what tests wait on.
+import { deleteCachedModel, listCachedModels, loadModel, storageInfo } from './runnel-llm/js/index.js';
+
+const DEFAULT_MODEL = new URL('/models/SmolLM2-135M-Instruct.Q4_1.gguf', location.href).href;
+const $ = (id) => document.getElementById(id);
+const params = new URLSearchParams(location.search);
+
+let model = null;
+let session = null;
+let controller = null;
+const messages = [];
+
+function setState(state) {
+  document.body.dataset.state = state;
+  const ready = state === 'ready';
+  $('prompt').disabled = !ready;
+  $('send').disabled = !ready;
+  $('stop').disabled = state !== 'generating';
+  $('load').disabled = state === 'loading' || state === 'generating';
+}
+
+function showError(e) {
+  $('error').textContent = e ? String(e.message ?? e) : '';
+  if (e) console.error(e);
+}
+
+function formatBytes(n) {
+  if (!(n > 0)) return '0 B';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  const i = Math.min(units.length - 1, Math.floor(Math.log2(n) / 10));
+  return `${(n / 2 ** (10 * i)).toFixed(i ? 1 : 0)} ${units[i]}`;
+}
+
+function fillThreads() {
+  const cores = navigator.hardwareConcurrency || 1;
+  const isolated = globalThis.crossOriginIsolated === true;
+  const max = Math.min(cores, 16);
+  for (let t = 1; t <= max; ++t) $('threads').append(new Option(String(t), String(t)));
+  $('threads').value = String(Math.min(max, Number(params.get('threads')) || cores));
+  // Without isolation the engine falls back to one thread and says so in model.info.
+  if (!isolated) $('threads').title = 'this page is not cross-origin isolated (COOP/COEP): one thread will run';
+}
+
+async function refreshCache() {
+  try {
+    const [models, storage] = await Promise.all([listCachedModels(), storageInfo()]);
+    $('storage').textContent = `storage: ${formatBytes(storage.usage)} used of ${formatBytes(storage.quota)}` +
+      (storage.persisted ? ' (persistent)' : '');
+    const list = $('cached-list');
+    list.replaceChildren();
+    for (const m of models) {
+      const li = document.createElement('li');
+      li.textContent = `${m.url} — ${formatBytes(m.bytesOnDisk)}${m.complete ? '' : ' (partial)'}`;
+      const del = document.createElement('button');
+      del.textContent = 'Delete';
+      del.onclick = async () => {
+        await deleteCachedModel(m.url);
+        refreshCache();
+      };
+      li.append(del);
+      list.append(li);
+    }
+  } catch (e) {
+    $('storage').textContent = `cache unavailable: ${e.message}`;
+  }
+}
+
+function chosenSource() {
+  const kind = document.querySelector('input[name="source"]:checked').value;
+  if (kind === 'url') {
+    const url = $('model-url').value.trim();
+    if (!url) throw new Error('enter a model URL');
+    return { url };
+  }
+  if (kind === 'file') {
+    const file = $('model-file').files[0];
+    if (!file) throw new Error('choose a .gguf file');
+    return { blob: file, name: file.name };
+  }
+  return { url: params.get('model') ?? DEFAULT_MODEL };
+}
+
+async function load() {
+  showError(null);
+  setState('loading');
+  try {
+    if (model) {
+      await model.dispose();
+      model = null;
+    }
+    const source = chosenSource();
+    const budgetMiB = Number($('budget').value) || 0;
+    const started = performance.now();
+    model = await loadModel(source, {
+      threads: Number($('threads').value) || 1,
+      contextSize: Number($('context').value) || 2048,
+      memoryBudget: budgetMiB > 0 ? budgetMiB * 2 ** 20 : undefined,
+      onProgress: ({ phase, loaded, total, cached }) => {
+        $('progress').value = total > 0 ? loaded / total : 0;
+        $('progress-text').textContent = phase === 'download'
+          ? (cached ? `cached copy: ${formatBytes(total)}` : `downloading ${formatBytes(loaded)} of ${formatBytes(total)}`)
+          : `loading weights ${formatBytes(loaded)} of ${formatBytes(total)}`;
+        document.body.dataset.lastPhase = phase;
+        if (phase === 'download') document.body.dataset.cached = String(Boolean(cached));
+      },
+    });
+    const i = model.info;
+    $('progress').value = 1;
+    $('progress-text').textContent = `ready in ${((performance.now() - started) / 1000).toFixed(1)} s`;
+    $('model-info').textContent = `${i.name || i.architecture}: ${i.nLayer} layers, context ${i.contextSize}, ` +
+      `${i.threads} thread${i.threads > 1 ? 's' : ''}${i.threadsNote ? ` (${i.threadsNote})` : ''}, ${i.simd}, ` +
+      `weights ${formatBytes(i.weightsResidentBytes)} resident${i.streaming ? ' (streaming layers)' : ''}`;
+    session = model.createSession();
+    messages.length = 0;
+    $('chat-log').replaceChildren();
+    setState('ready');
+  } catch (e) {
+    showError(e);
+    setState(model ? 'ready' : 'idle');
+  }
+  refreshCache();
+}
+
+function addMessage(role, text) {
+  const div = document.createElement('div');
+  div.className = `msg ${role}`;
+  div.textContent = text;
+  $('chat-log').append(div);
+  $('chat-log').scrollTop = $('chat-log').scrollHeight;
+  return div;
+}
+
+async function send(text) {
+  showError(null);
+  messages.push({ role: 'user', content: text });
+  addMessage('user', text);
+  const out = addMessage('assistant', '');
+  setState('generating');
+  controller = new AbortController();
+  let reply = '';
+  try {
+    const chatParams = {
+      maxTokens: Number(params.get('maxTokens')) || 256,
+      temperature: params.has('temperature') ? Number(params.get('temperature')) : 0.7,
+      signal: controller.signal,
+    };
+    if (params.has('seed')) chatParams.seed = Number(params.get('seed'));
+    for await (const piece of session.chat(messages, chatParams)) {
+      reply += piece;
+      out.textContent = reply;
+      $('chat-log').scrollTop = $('chat-log').scrollHeight;
+    }
+    const s = session.lastStats;
+    if (s) {
+      $('speed').textContent = `prompt ${s.promptTokens} tokens at ${s.promptTokensPerSecond.toFixed(1)} tok/s, ` +
+        `reply ${s.generatedTokens} tokens at ${s.generateTokensPerSecond.toFixed(1)} tok/s (${s.finishReason})`;
+    }
+  } catch (e) {
+    showError(e);
+  }
+  messages.push({ role: 'assistant', content: reply });
+  controller = null;
+  setState('ready');
+}
+
+$('load').onclick = load;
+$('stop').onclick = () => controller?.abort();
+$('chat-form').onsubmit = (e) => {
+  e.preventDefault();
+  const text = $('prompt').value.trim();
+  if (!text || document.body.dataset.state !== 'ready') return;
+  $('prompt').value = '';
+  send(text);
+};
+$('prompt').onkeydown = (e) => {
+  if (e.key === 'Enter' && !e.shiftKey) {
+    e.preventDefault();
+    $('chat-form').requestSubmit();
+  }
+};
+fillThreads();
+if (params.has('budget')) $('budget').value = params.get('budget');
+if (params.has('context')) $('context').value = params.get('context');
+refreshCache();
+setState('idle');
+if (params.has('autoload')) load();
