@@ -6,6 +6,22 @@ import { StopMatcher } from './stop.js';
 
 const isNode = typeof process === 'object' && typeof process.versions?.node === 'string';
 
+// Node built-ins, imported through a variable so that bundlers leave them alone.
+export const nodeImport = (name) => import(/* @vite-ignore */ name);
+
+// The module files, each named in a static `new URL(..., import.meta.url)` so that
+// bundlers (Vite, webpack) copy them and rewrite the URLs.
+function packagedFiles(build) {
+  if (build === 'runnel-mt') {
+    return {
+      mjs: new URL('../dist/runnel-mt.mjs', import.meta.url),
+      wasm: new URL('../dist/runnel-mt.wasm', import.meta.url),
+      worker: new URL('../dist/runnel-mt.worker.js', import.meta.url),
+    };
+  }
+  return { mjs: new URL('../dist/runnel.mjs', import.meta.url), wasm: new URL('../dist/runnel.wasm', import.meta.url) };
+}
+
 // Which build runs: the pthreads one needs SharedArrayBuffer (a cross-origin isolated
 // page); Node runs the single-threaded build.
 function chooseBuild(threads) {
@@ -24,21 +40,28 @@ function chooseBuild(threads) {
 export class Engine {
   static async create({ threads = 1, isa = '', distUrl } = {}) {
     const build = chooseBuild(Math.max(1, Math.floor(threads)));
-    const base = distUrl ?? new URL('../dist/', import.meta.url);
-    const moduleUrl = new URL(`${build.file}.mjs`, base);
-    const wasmUrl = new URL(`${build.file}.wasm`, base);
-    const { default: factory } = await import(moduleUrl.href);
+    const files = distUrl
+      ? {
+        mjs: new URL(`${build.file}.mjs`, distUrl),
+        wasm: new URL(`${build.file}.wasm`, distUrl),
+        worker: new URL(`${build.file}.worker.js`, distUrl),
+      }
+      : packagedFiles(build.file);
+    const moduleUrl = files.mjs;
+    const wasmUrl = files.wasm;
+    const { default: factory } = await import(/* @vite-ignore */ moduleUrl.href);
     const engine = new Engine(build);
     const options = {
       runnelRead: (source, offset, view) => engine.read(source, offset, view),
       runnelLoadProgress: (done, total) => engine.onLoadProgress?.(done, total),
       runnelPoolSize: build.threads - 1,
-      locateFile: (path) => new URL(path, base).href,
+      locateFile: (path) => (path.endsWith('.wasm') ? wasmUrl.href
+        : path.endsWith('.worker.js') && files.worker ? files.worker.href : new URL(path, moduleUrl).href),
       mainScriptUrlOrBlob: moduleUrl.href,
     };
     if (isNode) {
-      const fs = await import('node:fs');
-      const { fileURLToPath } = await import('node:url');
+      const fs = await nodeImport('node:fs');
+      const { fileURLToPath } = await nodeImport('node:url');
       options.wasmBinary = fs.readFileSync(fileURLToPath(wasmUrl));
     }
     engine.m = await factory(options);

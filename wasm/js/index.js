@@ -19,7 +19,11 @@ const onPageMainThread =
 class WorkerBackend {
   static async create(options) {
     const b = new WorkerBackend();
-    b.worker = new Worker(options.workerUrl ?? new URL('./worker.js', import.meta.url), { type: 'module' });
+    // The literal `new Worker(new URL(...), { type: 'module' })` lets bundlers (Vite)
+    // find and bundle the worker.
+    b.worker = options.workerUrl
+      ? new Worker(options.workerUrl, { type: 'module' })
+      : new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
     b.nextId = 1;
     b.pending = new Map();
     b.worker.onmessage = (e) => b.receive(e.data);

@@ -50,7 +50,7 @@ export function syncHandleReader(handle, name) {
 
 // Node: every part of a split model ("x-00001-of-00003.gguf" brings in the others).
 export async function pathReaders(path) {
-  const fs = await import('node:fs');
+  const fs = await import(/* @vite-ignore */ ['node', 'fs'].join(':'));
   const m = /^(.*)-(\d{5})-of-(\d{5})\.gguf$/.exec(path);
   const paths = [];
   if (m && Number(m[2]) === 1) {

@@ -1,0 +1,156 @@
+// runnel-llm: GGUF language models in the browser and in Node 20.
+
+/** Where the model comes from. `path` works in Node only. */
+export type ModelSource =
+  | { url: string | URL }
+  | { blob: Blob; name?: string }
+  | { bytes: Uint8Array | ArrayBuffer; name?: string }
+  | { path: string };
+
+export interface LoadProgress {
+  /** 'download' (into the OPFS cache) or 'load' (weights into wasm memory). */
+  phase: 'download' | 'load';
+  loaded: number;
+  total: number;
+  /** download: true when the cached copy was used (no request for the weights). */
+  cached?: boolean;
+  resumed?: boolean;
+}
+
+export interface LoadOptions {
+  /** Worker threads; more than 1 needs a cross-origin isolated page (COOP/COEP).
+   * Falls back to 1, and model.info.threadsNote says why. Default 1. */
+  threads?: number;
+  /** Bytes the model may use; below the model's size, layers are streamed from the
+   * file for every forward pass. Default: what wasm32 can address (3.5 GiB). */
+  memoryBudget?: number;
+  /** Context tokens per session (default min(training context, 4096)). */
+  contextSize?: number;
+  /** KV cache type: 'f16' (default), 'q8_0', 'q4_0'. */
+  kvType?: 'f16' | 'q8_0' | 'q4_0';
+  /** Tokens per forward pass while reading a prompt (default 64). */
+  batchSize?: number;
+  onProgress?: (p: LoadProgress) => void;
+  /** Expected sha256 (hex) of a URL's file, checked while downloading. */
+  sha256?: string;
+  /** false: download a URL into memory instead of the OPFS cache. */
+  cache?: boolean;
+  /** Force a kernel set: 'ref' (scalar) or 'simd128' (default: the best). */
+  isa?: '' | 'ref' | 'simd128';
+  /** Where runnel.mjs / runnel.wasm live (default: the package's dist/). */
+  distUrl?: string | URL;
+  /** Where worker.js lives (default: next to index.js). */
+  workerUrl?: string | URL;
+}
+
+export interface ModelInfo {
+  architecture: string;
+  name: string;
+  nVocab: number;
+  nCtxTrain: number;
+  contextSize: number;
+  nEmbd: number;
+  nLayer: number;
+  nHead: number;
+  nHeadKv: number;
+  fileBytes: number;
+  threads: number;
+  /** Why fewer threads run than were asked for ('' when all run). */
+  threadsNote: string;
+  /** The kernel set: 'simd128' or 'ref'. */
+  simd: string;
+  floatOps: string;
+  /** True when layers are streamed from the file under memoryBudget. */
+  streaming: boolean;
+  weightsResidentBytes: number;
+  /** Bytes of weights read from the file so far. */
+  bytesRead: number;
+  kvBytesPerSession: number;
+  /** wasm memory size. */
+  heapBytes: number;
+  chatTemplate: boolean;
+  chatTemplateError?: string;
+  bos: number;
+  eos: number;
+}
+
+export interface GenerateParams {
+  /** Tokens to generate at most (default 256; -1: until the context is full). */
+  maxTokens?: number;
+  /** 0 is greedy (default 0.8). */
+  temperature?: number;
+  topK?: number;
+  topP?: number;
+  minP?: number;
+  typicalP?: number;
+  repeatPenalty?: number;
+  frequencyPenalty?: number;
+  presencePenalty?: number;
+  penaltyLastN?: number;
+  seed?: number;
+  /** Generation ends before any of these strings; they are never emitted. */
+  stop?: string | string[];
+  signal?: AbortSignal;
+}
+
+export interface GenerationStats {
+  promptTokens: number;
+  /** Prompt tokens reused from the session's cache. */
+  cachedTokens: number;
+  generatedTokens: number;
+  promptMs: number;
+  generateMs: number;
+  promptTokensPerSecond: number;
+  generateTokensPerSecond: number;
+  finishReason: 'length' | 'stop' | 'abort' | 'context';
+  bytesRead: number;
+  bytesReadPerToken: number;
+  weightsResidentBytes: number;
+}
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | string;
+  content: string;
+}
+
+export declare class Session {
+  readonly contextSize: number;
+  /** The stats of the last finished generation. */
+  readonly lastStats: GenerationStats | null;
+  /** Streams the continuation of a prompt (text or token ids). The prompt is the
+   * whole context; the prefix already in this session's cache is reused. */
+  generate(prompt: string | number[], params?: GenerateParams): AsyncGenerator<string, void, undefined>;
+  /** Streams the reply to `messages` through the model's chat template. */
+  chat(messages: ChatMessage[], params?: GenerateParams): AsyncGenerator<string, void, undefined>;
+  dispose(): Promise<void>;
+}
+
+export declare class Model {
+  readonly info: ModelInfo;
+  tokenize(text: string, options?: { addSpecial?: boolean; parseSpecial?: boolean }): Promise<number[]>;
+  detokenize(ids: number[], options?: { special?: boolean }): Promise<string>;
+  applyChatTemplate(messages: ChatMessage[]): Promise<string>;
+  /** Re-reads info (resident bytes, bytes read). */
+  refreshInfo(): Promise<ModelInfo>;
+  createSession(options?: { contextSize?: number }): Session;
+  dispose(): Promise<void>;
+}
+
+export declare function loadModel(source: ModelSource, options?: LoadOptions): Promise<Model>;
+
+export interface CachedModel {
+  key: string;
+  url: string;
+  size: number;
+  bytesOnDisk: number;
+  complete: boolean;
+  sha256?: string;
+  savedAt: number;
+}
+
+/** Models in the OPFS cache (browser only). */
+export declare function listCachedModels(): Promise<CachedModel[]>;
+/** Removes a URL's cached model; true if something was removed. */
+export declare function deleteCachedModel(url: string): Promise<boolean>;
+/** navigator.storage.estimate() and whether storage is persistent. */
+export declare function storageInfo(): Promise<{ usage: number; quota: number; persisted: boolean }>;
