@@ -87,7 +87,9 @@ install_web_deps() {
     return 0
   fi
   echo "setup: installing web-test npm dependencies (playwright-core, vite, @wllama/wllama)"
-  (cd "$dir" && npm ci --no-audit --no-fund) || die "npm ci in tests/web failed"
+  # `npm ci` refuses this lock: it lacks the other platforms' optional rollup/esbuild
+  # packages (as tests/parity's does).
+  (cd "$dir" && npm install --no-audit --no-fund) || die "npm install in tests/web failed"
 }
 
 install_debian_packages

@@ -1,6 +1,7 @@
-// Declarations of the WebAssembly SIMD128 kernels (simd128_*.cpp; the wasm build
-// compiles everything with -msimd128). Same signatures and contracts as kernels/ref/ref.h
-// and kernels/ref/ops.h; tested against them in tests/kernels/wasm/simd128_test.cpp.
+// Declarations of the WebAssembly SIMD128 kernels (defined in the simd128_*.cpp files; the
+// wasm build compiles every file with -msimd128). Same signatures and contracts as
+// kernels/ref/ref.h and kernels/ref/ops.h; reach them through simd128_kernels() /
+// simd128_float_ops() (kernels/wasm/wasm.h). Tested in tests/kernels/wasm/simd128_test.cpp.
 #pragma once
 
 #include <cstdint>
@@ -9,26 +10,34 @@
 
 namespace runnel::simd128 {
 
-// ---- quantized dots (simd128_quants.cpp). Integer products are exact (int8 widened
-// to int16, i32x4.dot_i16x8); only the float accumulation order differs from ref.
-float vec_dot_q4_0(int64_t n, const void* w, const void* a);  // a: Q8_0
-float vec_dot_q4_1(int64_t n, const void* w, const void* a);  // a: Q8_1
-float vec_dot_q5_0(int64_t n, const void* w, const void* a);  // a: Q8_0
-float vec_dot_q5_1(int64_t n, const void* w, const void* a);  // a: Q8_1
-float vec_dot_q8_0(int64_t n, const void* w, const void* a);  // a: Q8_0
-float vec_dot_q2_k(int64_t n, const void* w, const void* a);  // a: Q8_K
-float vec_dot_q3_k(int64_t n, const void* w, const void* a);  // a: Q8_K
-float vec_dot_q4_k(int64_t n, const void* w, const void* a);  // a: Q8_K
-float vec_dot_q5_k(int64_t n, const void* w, const void* a);  // a: Q8_K
-float vec_dot_q6_k(int64_t n, const void* w, const void* a);  // a: Q8_K
+// ---- legacy 32-element blocks (simd128_legacy.cpp). Integer sums per block are exact;
+// only the float accumulation order differs from ref.
+float vec_dot_q4_0(int64_t n, const void* w, const void* a);     // a: Q8_0
+float vec_dot_q4_1(int64_t n, const void* w, const void* a);     // a: Q8_1
+float vec_dot_q5_0(int64_t n, const void* w, const void* a);     // a: Q8_0
+float vec_dot_q5_1(int64_t n, const void* w, const void* a);     // a: Q8_1
+float vec_dot_q8_0(int64_t n, const void* w, const void* a);     // a: Q8_0
+void quantize_row_q8_0(const float* src, void* dst, int64_t n);  // bit-exact with ref
+void quantize_row_q8_1(const float* src, void* dst, int64_t n);  // bit-exact with ref
 
-// ---- float rows and ops (simd128_float.cpp): float accumulation in 4 or 16 lanes
-// instead of ref's double lanes; bounds in the test.
-float vec_dot_f32(int64_t n, const void* w, const void* a);
-float vec_dot_f16(int64_t n, const void* w, const void* a);
-float vec_dot_bf16(int64_t n, const void* w, const void* a);
-void dequantize_row_f16(const void* src, float* dst, int64_t n);  // exact
+// ---- k-quants, 256-element super-blocks (simd128_kquants.cpp)
+float vec_dot_q2_k(int64_t n, const void* w, const void* a);     // a: Q8_K
+float vec_dot_q3_k(int64_t n, const void* w, const void* a);     // a: Q8_K
+float vec_dot_q4_k(int64_t n, const void* w, const void* a);     // a: Q8_K
+float vec_dot_q5_k(int64_t n, const void* w, const void* a);     // a: Q8_K
+float vec_dot_q6_k(int64_t n, const void* w, const void* a);     // a: Q8_K
+void quantize_row_q8_k(const float* src, void* dst, int64_t n);  // bit-exact with ref
 
+// ---- float rows (simd128_float.cpp): products rounded to float like ref, summed in
+// 16 float lanes instead of ref's double lanes.
+float vec_dot_f32(int64_t n, const void* w, const void* a);   // a: F32
+float vec_dot_f16(int64_t n, const void* w, const void* a);   // a: F16
+float vec_dot_bf16(int64_t n, const void* w, const void* a);  // a: BF16
+// f16 row -> floats, exact for every half (the KV cache's values, decoded per position).
+void dequantize_row_f16(const void* src, float* dst, int64_t n);
+
+// ---- float ops (simd128_ops.cpp). add, mul, scale, axpy, rope_apply and rms_norm are
+// bit-exact with ref; softmax, silu and swiglu use a polynomial exp (within 1 ulp).
 void rms_norm(const float* x, const float* w, float* out, int64_t n, float eps);
 void softmax(float* x, int64_t n);
 void silu(const float* x, float* out, int64_t n);
@@ -37,5 +46,6 @@ void add(const float* a, const float* b, float* out, int64_t n);
 void mul(const float* a, const float* b, float* out, int64_t n);
 void scale(float* x, int64_t n, float s);
 void axpy(const float* x, float* y, int64_t n, float s);
+void rope_apply(float* x, int64_t n_rot, const float* cos_sin, ref::RopeStyle style);
 
 }  // namespace runnel::simd128

@@ -1,4 +1,6 @@
 // Builds the SIMD128 kernel tables from the reference tables plus the SIMD128 entries.
+// A wasm engine either validates a SIMD128 module or refuses all of it, so there is no
+// feature check: the wasm build always has these tables.
 #include "kernels/wasm/simd128.h"
 #include "kernels/wasm/wasm.h"
 
@@ -10,6 +12,9 @@ KernelTable build_simd128_table() {
   t.isa = "simd128";
   auto dot = [&t](GgmlType type, float (*fn)(int64_t, const void*, const void*)) {
     t.types[static_cast<uint32_t>(type)].vec_dot = fn;
+  };
+  auto quant = [&t](GgmlType type, void (*fn)(const float*, void*, int64_t)) {
+    t.types[static_cast<uint32_t>(type)].quantize_row = fn;
   };
   using G = GgmlType;
   dot(G::F32, simd128::vec_dot_f32);
@@ -25,14 +30,17 @@ KernelTable build_simd128_table() {
   dot(G::Q4_K, simd128::vec_dot_q4_k);
   dot(G::Q5_K, simd128::vec_dot_q5_k);
   dot(G::Q6_K, simd128::vec_dot_q6_k);
+  // Activation quantizers (Q8_0 is also a weight type; its quantizer is exact either way).
+  quant(G::Q8_0, simd128::quantize_row_q8_0);
+  quant(G::Q8_1, simd128::quantize_row_q8_1);
+  quant(G::Q8_K, simd128::quantize_row_q8_k);
   // f16 rows are the KV cache's values: decoded for every attended position.
   t.types[static_cast<uint32_t>(G::F16)].dequantize_row = simd128::dequantize_row_f16;
-  // The activation quantizers stay ref's: O(n) per row against the dots' O(n * rows).
   return t;
 }
 
 FloatOps build_simd128_float_ops() {
-  FloatOps ops = ref_float_ops();
+  FloatOps ops = ref_float_ops();  // gelu, geglu, softcap and rope_cos_sin stay ref's
   ops.isa = "simd128";
   ops.rms_norm = simd128::rms_norm;
   ops.softmax = simd128::softmax;
@@ -42,6 +50,7 @@ FloatOps build_simd128_float_ops() {
   ops.mul = simd128::mul;
   ops.scale = simd128::scale;
   ops.axpy = simd128::axpy;
+  ops.rope_apply = simd128::rope_apply;
   return ops;
 }
 

@@ -24,7 +24,7 @@ const kPrompts = [
   'def fibonacci(n):',
   'Water boils at a temperature of',
 ];
-const kRobustPrompts = [kPrompts[0], kPrompts[1]];
+const kRobustPrompts = [kPrompts[2]];
 const kTokens = 32;
 
 // `runnel run` ends its output with one newline of its own.
@@ -68,7 +68,9 @@ describe('runnel-llm in Node', () => {
 
   // SIMD128 against native AVX2 (the kernels users get on each side). SmolLM2's
   // greedy path is sensitive to last-bit differences in dot products (see
-  // tests/parity/greedy.test.mjs); these prompts have clear margins on every ISA.
+  // tests/parity/greedy.test.mjs): native ref and native AVX2 agree on only 3 of 10
+  // plain prompts over 32 tokens. This prompt has clear margins on every ISA; the
+  // exact comparison of the whole pipeline is the ref suite below (same kernels).
   for (const prompt of kRobustPrompts) {
     test(`greedy text equals native runnel run: ${JSON.stringify(prompt)}`, async () => {
       const session = model.createSession();
@@ -167,6 +169,16 @@ describe('runnel-llm: the scalar kernels', () => {
   });
 });
 
+// The unstreamed SIMD128 text of a prompt, for the loading variants to match.
+async function wholeText(prompt) {
+  const model = await loadModel({ path: modelPath }, { contextSize: 512 });
+  try {
+    return await collect(model.createSession().generate(prompt, { temperature: 0, maxTokens: kTokens }));
+  } finally {
+    await model.dispose();
+  }
+}
+
 describe('runnel-llm: loading', () => {
   test('streaming under a memoryBudget below the model size gives the same greedy text', async () => {
     const size = fs.statSync(modelPath).size;
@@ -176,7 +188,7 @@ describe('runnel-llm: loading', () => {
       assert.ok(model.info.weightsResidentBytes < size, `resident ${model.info.weightsResidentBytes} of ${size}`);
       const session = model.createSession();
       const text = await collect(session.generate(kPrompts[0], { temperature: 0, maxTokens: kTokens }));
-      assert.equal(text, nativeGreedy(kPrompts[0]));
+      assert.equal(text, await wholeText(kPrompts[0]));
       assert.ok(session.lastStats.bytesReadPerToken > 0, 'layers were read while generating');
       await model.refreshInfo();
       assert.ok(model.info.weightsResidentBytes <= Math.floor(size * 0.75), `resident ${model.info.weightsResidentBytes}`);
@@ -189,7 +201,7 @@ describe('runnel-llm: loading', () => {
     const model = await loadModel({ bytes: fs.readFileSync(modelPath) }, { contextSize: 256 });
     try {
       const text = await collect(model.createSession().generate(kPrompts[0], { temperature: 0, maxTokens: kTokens }));
-      assert.equal(text, nativeGreedy(kPrompts[0]));
+      assert.equal(text, await wholeText(kPrompts[0]));
     } finally {
       await model.dispose();
     }

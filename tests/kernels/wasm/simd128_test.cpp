@@ -1,14 +1,20 @@
-// The SIMD128 kernel set against kernels/ref, entry by entry (the wasm build only; run
-// under node by ctest).
+// The WebAssembly SIMD128 kernel set against kernels/ref, entry by entry (compiled only
+// into the wasm build, where SIMD128 is always available). Bounds:
+//  - Quantizers (Q8_0, Q8_1, Q8_K): bit-exact with ref on random and adversarial rows.
 //  - Quantized dots: |simd128 - ref| <= 1e-5 * S + 1e-30, S = sum_i |w_i a_i| over the
 //    decoded rows plus, for Q4_1 / Q5_1, sum_b |m_b s_b| (the min terms). Both sides do
 //    exact integer sums per block; only the float accumulation order differs.
 //  - Float dots (F32, F16, BF16): |simd128 - ref| <= (n / 16 + 16) * 2^-24 * S + 1e-30:
-//    16 float add chains of n / 16 steps and a 4-level reduction, against ref's double
-//    sum rounded once. f16 decoding is exact (every one of the 65536 halfs).
-//  - Float ops: element-wise ops exact where ref's are one rounding (add, mul, scale,
-//    axpy: same operations); exp-based ones (silu, swiglu, softmax) within 8 ulp-ish
-//    relative bounds stated per test; rms_norm within 4 float roundings.
+//    16 float chains of n / 16 + 1 steps, a 4-level reduction and up to 7 tail adds,
+//    against ref's double sum rounded once. The f16 / bf16 widening is exact (checked
+//    for all 65536 bit patterns).
+//  - Float ops: add, mul, scale, axpy, rope_apply and rms_norm bit-exact (same float
+//    operations in the same order; rms_norm's double sum of squares is ref's loop);
+//    silu, swiglu and softmax within 10 * 2^-24 relative + 1e-37: the polynomial exp is
+//    within 1 ulp of e^x and expf within 0.5 (together <= 3 * 2^-24 relative), and up to
+//    three more roundings follow on each side (1 + e, the division, the multiply by up;
+//    softmax: 1 / sum and the multiply), each <= 2^-24 relative: 9 * 2^-24 at worst
+//    (measured: 4.4, 5.3 and 4.1). 1e-37 covers results in the float subnormal range.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstddef>
@@ -21,6 +27,7 @@
 #include "kernels/ops.h"
 #include "kernels/ref/blocks.h"
 #include "kernels/wasm/simd128.h"
+#include "kernels/wasm/simd128_common.h"
 #include "kernels/wasm/wasm.h"
 #include "tests/kernels/test_util.h"
 
@@ -29,8 +36,8 @@ namespace {
 
 using test::Rng;
 
-const KernelTable* simd128_table() {
-  return simd128_kernels();
+const KernelTable& simd() {
+  return *simd128_kernels();
 }
 
 const int64_t kLengths[] = {256, 768, 1792, 4096};     // 1, 3 and 7 super-blocks, 4096
@@ -50,6 +57,9 @@ enum class RowKind {
   kTiny,
   kHuge
 };
+const RowKind kRowKinds[] = {
+    RowKind::kBell,    RowKind::kHeavy,  RowKind::kZero,  RowKind::kHalves, RowKind::kNegativeMax,
+    RowKind::kSignTie, RowKind::kOneHot, RowKind::kSmall, RowKind::kTiny,   RowKind::kHuge};
 
 std::vector<float> make_row(RowKind kind, Rng& rng, int64_t n) {
   std::vector<float> x(static_cast<size_t>(n));
@@ -86,13 +96,39 @@ std::vector<float> make_row(RowKind kind, Rng& rng, int64_t n) {
         break;  // subnormal d, finite 1/d
       case RowKind::kTiny:
         v = rng.symmetric() * 1e-38f;
-        break;  // subnormal quotients
+        break;  // subnormal quotients, 1/d = inf
       case RowKind::kHuge:
         v = rng.symmetric() * 1e30f;
         break;  // f16 scale overflows
     }
   }
   return x;
+}
+
+std::vector<uint8_t> quantize_with(const KernelTable& t, GgmlType type,
+                                   const std::vector<float>& x) {
+  const auto n = static_cast<int64_t>(x.size());
+  std::vector<uint8_t> q(row_bytes(type, n), 0xAB);  // poison: every byte must be written
+  t.of(type).quantize_row(x.data(), q.data(), n);
+  return q;
+}
+
+TEST_CASE("SIMD128 activation quantizers give the same bytes as ref", "[simd128]") {
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8_K}) {
+    const bool k_quant = type == GgmlType::Q8_K;
+    for (int64_t n : k_quant ? kLengths : kLegacyLengths) {
+      for (RowKind kind : kRowKinds) {
+        Rng rng(static_cast<uint64_t>(n) * 31 + static_cast<uint64_t>(kind));
+        const std::vector<float> x = make_row(kind, rng, n);
+        INFO("type " << traits(type).name << ", n " << n << ", row kind "
+                     << static_cast<int>(kind));
+        const auto expected = quantize_with(ref_kernels(), type, x);
+        const auto got = quantize_with(simd(), type, x);
+        REQUIRE(got.size() == expected.size());
+        CHECK(std::memcmp(got.data(), expected.data(), got.size()) == 0);
+      }
+    }
+  }
 }
 
 // ---------------------------------------------------------------- dots of quantized rows
@@ -109,7 +145,7 @@ void put_u16(uint8_t* p, uint16_t v) {
 }
 
 // Fills raw blocks with random (or extreme) bytes, then sets the scale fields.
-// byte_mode: 0 random, 1 all 0x00, 2 all 0xFF.
+// byte_mode: 0 random, 1 all 0x00, 2 all 0xFF (max scales, max quants, all high bits).
 std::vector<uint8_t> raw_weight_row(GgmlType type, int64_t n, Rng& rng, int byte_mode) {
   const TypeTraits tr = traits(type);
   std::vector<uint8_t> w(row_bytes(type, n));
@@ -195,24 +231,21 @@ double dot_magnitude(GgmlType wt, const std::vector<uint8_t>& w, const std::vect
   return s;
 }
 
-void check_dot(const KernelTable& simd, GgmlType wt, const std::vector<uint8_t>& w,
-               const std::vector<uint8_t>& a, int64_t n) {
+void check_dot(GgmlType wt, const std::vector<uint8_t>& w, const std::vector<uint8_t>& a,
+               int64_t n) {
   const float expected = ref_kernels().of(wt).vec_dot(n, w.data(), a.data());
-  const float got = simd.of(wt).vec_dot(n, w.data(), a.data());
+  const float got = simd().of(wt).vec_dot(n, w.data(), a.data());
   const double bound = 1e-5 * dot_magnitude(wt, w, a, n) + 1e-30;
-  INFO("ref " << expected << ", simd " << got << ", bound " << bound);
+  INFO("ref " << expected << ", simd128 " << got << ", bound " << bound);
   REQUIRE(std::isfinite(expected));
   CHECK(std::fabs(static_cast<double>(got) - expected) <= bound);
 }
 
-const GgmlType kQuantWeightTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
-                                      GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q4_K,
-                                      GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q5_K,
-                                      GgmlType::Q6_K};
+const GgmlType kQuantWeightTypes[] = {
+    GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
+    GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 TEST_CASE("SIMD128 quantized dots match ref on quantized random rows", "[simd128]") {
-  const KernelTable* simd = simd128_table();
-  REQUIRE(simd != nullptr);
   for (GgmlType wt : kQuantWeightTypes) {
     const GgmlType at = ref_kernels().of(wt).vec_dot_type;
     const bool k_quant = traits(wt).block_size == kQK_K;
@@ -226,17 +259,15 @@ TEST_CASE("SIMD128 quantized dots match ref on quantized random rows", "[simd128
                                        : RowKind::kBell;
         const auto w = test::quantize(wt, make_row(wk, rng, n));
         const auto a = test::quantize(at, make_row(ak, rng, n));
-        check_dot(*simd, wt, w, a, n);
+        check_dot(wt, w, a, n);
         // The real magnitude of the result, so a kernel returning 0 cannot pass.
-        if (seed < 4) CHECK(std::fabs(simd->of(wt).vec_dot(n, w.data(), a.data())) > 0.0f);
+        if (seed < 4) CHECK(std::fabs(simd().of(wt).vec_dot(n, w.data(), a.data())) > 0.0f);
       }
     }
   }
 }
 
 TEST_CASE("SIMD128 quantized dots match ref on adversarial blocks", "[simd128]") {
-  const KernelTable* simd = simd128_table();
-  REQUIRE(simd != nullptr);
   for (GgmlType wt : kQuantWeightTypes) {
     const GgmlType at = ref_kernels().of(wt).vec_dot_type;
     const bool k_quant = traits(wt).block_size == kQK_K;
@@ -249,7 +280,7 @@ TEST_CASE("SIMD128 quantized dots match ref on adversarial blocks", "[simd128]")
                   static_cast<uint64_t>(extreme));
           const auto w = raw_weight_row(wt, n, rng, byte_mode);
           const auto a = raw_activation_row(at, n, rng, extreme != 0);
-          check_dot(*simd, wt, w, a, n);
+          check_dot(wt, w, a, n);
         }
       }
     }
@@ -257,8 +288,6 @@ TEST_CASE("SIMD128 quantized dots match ref on adversarial blocks", "[simd128]")
 }
 
 TEST_CASE("SIMD128 dots: hand-checked extreme blocks", "[simd128]") {
-  const KernelTable* simd = simd128_table();
-  REQUIRE(simd != nullptr);
   SECTION("Q8_0 weight -128 against activation 127, d = 1") {
     ref::BlockQ8_0 w{}, a{};
     w.d = a.d = 0x3C00;
@@ -266,7 +295,7 @@ TEST_CASE("SIMD128 dots: hand-checked extreme blocks", "[simd128]") {
       w.qs[j] = -128;
       a.qs[j] = 127;
     }
-    CHECK(simd->of(GgmlType::Q8_0).vec_dot(32, &w, &a) == -128.0f * 127.0f * 32.0f);
+    CHECK(simd().of(GgmlType::Q8_0).vec_dot(32, &w, &a) == -128.0f * 127.0f * 32.0f);
   }
   SECTION("Q4_0 nibbles 0 (-8) against -127, d = 0.5, da = 2") {
     ref::BlockQ4_0 w{};
@@ -274,7 +303,7 @@ TEST_CASE("SIMD128 dots: hand-checked extreme blocks", "[simd128]") {
     w.d = 0x3800;
     a.d = 0x4000;
     for (auto& q : a.qs) q = -127;
-    CHECK(simd->of(GgmlType::Q4_0).vec_dot(32, &w, &a) == 8.0f * 127.0f * 32.0f);
+    CHECK(simd().of(GgmlType::Q4_0).vec_dot(32, &w, &a) == 8.0f * 127.0f * 32.0f);
   }
   SECTION("Q5_0 with every fifth bit set and nibble 15: q - 16 = 15") {
     ref::BlockQ5_0 w{};
@@ -284,15 +313,67 @@ TEST_CASE("SIMD128 dots: hand-checked extreme blocks", "[simd128]") {
     std::memset(w.qs, 0xFF, sizeof w.qs);
     for (int j = 0; j < 32; ++j) a.qs[j] = static_cast<int8_t>(j - 16);
     // 15 * sum(j - 16) = 15 * -16 = -240
-    CHECK(simd->of(GgmlType::Q5_0).vec_dot(32, &w, &a) == -240.0f);
+    CHECK(simd().of(GgmlType::Q5_0).vec_dot(32, &w, &a) == -240.0f);
+  }
+  SECTION("Q5_1 with no fifth bits: q = nibble, plus the min term") {
+    ref::BlockQ5_1 w{};
+    ref::BlockQ8_1 a{};
+    w.d = a.d = 0x3C00;
+    w.m = 0x4000;                          // m = 2
+    a.s = 0x3800;                          // s = 0.5
+    std::memset(w.qs, 0x21, sizeof w.qs);  // low nibble 1 (elements 0..15), high 2 (16..31)
+    for (int j = 0; j < 32; ++j) a.qs[j] = static_cast<int8_t>(j < 16 ? 3 : -5);
+    // 16 * 1 * 3 + 16 * 2 * -5 + 2 * 0.5 = 48 - 160 + 1
+    CHECK(simd().of(GgmlType::Q5_1).vec_dot(32, &w, &a) == -111.0f);
+  }
+  SECTION("Q6_K with all quants 63 (q - 32 = 31) and scale 127 against 127") {
+    ref::BlockQ6_K w{};
+    ref::BlockQ8_K a{};
+    std::memset(w.ql, 0xFF, sizeof w.ql);
+    std::memset(w.qh, 0xFF, sizeof w.qh);
+    for (auto& s : w.scales) s = 127;
+    w.d = 0x3C00;
+    a.d = 1.0f;
+    for (auto& q : a.qs) q = 127;
+    for (auto& s : a.bsums) s = 16 * 127;
+    CHECK(simd().of(GgmlType::Q6_K).vec_dot(256, &w, &a) == 31.0f * 127.0f * 127.0f * 256.0f);
+  }
+  SECTION("Q3_K with no high bits (q = low - 4) and scale -32") {
+    ref::BlockQ3_K w{};  // hmask 0, qs 0: q = -4; scales bytes 0 -> scale 0 - 32
+    ref::BlockQ8_K a{};
+    w.d = 0x3C00;
+    a.d = 1.0f;
+    for (auto& q : a.qs) q = -127;
+    CHECK(simd().of(GgmlType::Q3_K).vec_dot(256, &w, &a) == -4.0f * -32.0f * -127.0f * 256.0f);
   }
 }
 
 // ---------------------------------------------------------------- float dots
 
+TEST_CASE("SIMD128 f16 and bf16 widening is exact for every bit pattern", "[simd128]") {
+  for (uint32_t base = 0; base < 65536; base += 8) {
+    uint16_t h[8];
+    for (uint32_t k = 0; k < 8; ++k) h[k] = static_cast<uint16_t>(base + k);
+    v128_t lo, hi;
+    float got[8];
+    simd128::f16x8_to_f32(wasm_v128_load(h), &lo, &hi);
+    wasm_v128_store(got, lo);
+    wasm_v128_store(got + 4, hi);
+    for (int k = 0; k < 8; ++k) {
+      INFO("f16 bits " << h[k]);
+      CHECK(test::bits_of(got[k]) == test::bits_of(fp16_to_fp32(h[k])));
+    }
+    simd128::bf16x8_to_f32(wasm_v128_load(h), &lo, &hi);
+    wasm_v128_store(got, lo);
+    wasm_v128_store(got + 4, hi);
+    for (int k = 0; k < 8; ++k) {
+      INFO("bf16 bits " << h[k]);
+      CHECK(test::bits_of(got[k]) == test::bits_of(bf16_to_fp32(h[k])));
+    }
+  }
+}
+
 TEST_CASE("SIMD128 F32, F16 and BF16 dots match ref", "[simd128]") {
-  const KernelTable* simd = simd128_table();
-  REQUIRE(simd != nullptr);
   for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
     for (int64_t n : {1, 7, 8, 31, 32, 33, 64, 100, 576, 4096}) {
       for (int kind = 0; kind < 4; ++kind) {
@@ -327,8 +408,8 @@ TEST_CASE("SIMD128 F32, F16 and BF16 dots match ref", "[simd128]") {
         for (int64_t i = 0; i < n; ++i) s += std::fabs(static_cast<double>(wd[i]) * ad[i]);
         const double bound = (static_cast<double>(n) / 16 + 16) * 0x1p-24 * s + 1e-30;
         const float expected = ref_kernels().of(t).vec_dot(n, w.data(), a.data());
-        const float got = simd->of(t).vec_dot(n, w.data(), a.data());
-        INFO("ref " << expected << ", simd " << got << ", bound " << bound);
+        const float got = simd().of(t).vec_dot(n, w.data(), a.data());
+        INFO("ref " << expected << ", simd128 " << got << ", bound " << bound);
         CHECK(std::fabs(static_cast<double>(got) - expected) <= bound);
         CHECK(got != 0.0f);
       }
@@ -336,105 +417,202 @@ TEST_CASE("SIMD128 F32, F16 and BF16 dots match ref", "[simd128]") {
   }
 }
 
-// ---------------------------------------------------------------- f16 decoding
+TEST_CASE("SIMD128 F16 dots of rows holding inf or NaN give ref's inf or NaN", "[simd128]") {
+  // The fast path widens finite halves only; a row with inf / NaN is redone exactly.
+  for (int64_t n : {8, 40, 256}) {
+    for (int64_t at : {int64_t{0}, n / 2, n - 1}) {
+      for (uint16_t special : {uint16_t{0x7C00}, uint16_t{0xFC00}, uint16_t{0x7E00}}) {
+        INFO("n " << n << ", special " << special << " at " << at);
+        Rng rng(static_cast<uint64_t>(n + at));
+        std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) {
+          x[i] = rng.bell();
+          y[i] = rng.bell();
+        }
+        auto w = test::quantize(GgmlType::F16, x);
+        const auto a = test::quantize(GgmlType::F16, y);
+        std::memcpy(w.data() + 2 * at, &special, 2);
+        const float expected = ref_kernels().of(GgmlType::F16).vec_dot(n, w.data(), a.data());
+        const float got = simd().of(GgmlType::F16).vec_dot(n, w.data(), a.data());
+        INFO("ref " << expected << ", simd128 " << got);
+        if (std::isnan(expected)) {
+          CHECK(std::isnan(got));
+        } else {
+          REQUIRE(std::isinf(expected));
+          CHECK(got == expected);
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- float ops
+
+const FloatOps& ops() {
+  return *simd128_float_ops();
+}
+
+const int64_t kOpLengths[] = {1, 3, 4, 5, 8, 13, 64, 1000, 4096, 4099};
+
+// |got - want| <= rel * |want| + abs, element by element.
+void check_close(const std::vector<float>& got, const std::vector<float>& want, double rel,
+                 double abs) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i << ": simd128 " << got[i] << ", ref " << want[i]);
+    CHECK(std::fabs(static_cast<double>(got[i]) - want[i]) <= rel * std::fabs(want[i]) + abs);
+  }
+}
+
+void check_same_bits(const std::vector<float>& got, const std::vector<float>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i << ": simd128 " << got[i] << ", ref " << want[i]);
+    CHECK(test::bits_of(got[i]) == test::bits_of(want[i]));
+  }
+}
+
+TEST_CASE("SIMD128 add, mul, scale and axpy are bit-exact with ref", "[simd128]") {
+  for (int64_t n : kOpLengths) {
+    INFO("n " << n);
+    Rng rng(static_cast<uint64_t>(n) + 500);
+    const auto a = make_row(RowKind::kHeavy, rng, n);
+    const auto b = make_row(RowKind::kBell, rng, n);
+    const auto& r = ref_float_ops();
+    std::vector<float> got(a.size()), want(a.size());
+    ops().add(a.data(), b.data(), got.data(), n);
+    r.add(a.data(), b.data(), want.data(), n);
+    check_same_bits(got, want);
+    ops().mul(a.data(), b.data(), got.data(), n);
+    r.mul(a.data(), b.data(), want.data(), n);
+    check_same_bits(got, want);
+    got = a;
+    want = a;
+    ops().scale(got.data(), n, -0.3f);
+    r.scale(want.data(), n, -0.3f);
+    check_same_bits(got, want);
+    got = b;
+    want = b;
+    ops().axpy(a.data(), got.data(), n, 1.7f);
+    r.axpy(a.data(), want.data(), n, 1.7f);
+    check_same_bits(got, want);
+    // out aliasing an input
+    got = a;
+    ops().add(got.data(), b.data(), got.data(), n);
+    r.add(a.data(), b.data(), want.data(), n);
+    check_same_bits(got, want);
+  }
+}
+
+TEST_CASE("SIMD128 rms_norm is bit-exact with ref", "[simd128]") {
+  for (int64_t n : kOpLengths) {
+    for (RowKind kind : {RowKind::kBell, RowKind::kHeavy, RowKind::kZero, RowKind::kHuge}) {
+      INFO("n " << n << ", row kind " << static_cast<int>(kind));
+      Rng rng(static_cast<uint64_t>(n) * 3 + static_cast<uint64_t>(kind));
+      const auto x = make_row(kind, rng, n);
+      const auto w = make_row(RowKind::kBell, rng, n);
+      std::vector<float> got(x.size()), want(x.size());
+      ops().rms_norm(x.data(), w.data(), got.data(), n, 1e-5f);
+      ref_float_ops().rms_norm(x.data(), w.data(), want.data(), n, 1e-5f);
+      check_same_bits(got, want);
+      ops().rms_norm(x.data(), nullptr, got.data(), n, 1e-6f);
+      ref_float_ops().rms_norm(x.data(), nullptr, want.data(), n, 1e-6f);
+      check_same_bits(got, want);
+      got = x;  // in place
+      ops().rms_norm(got.data(), w.data(), got.data(), n, 1e-5f);
+      ref_float_ops().rms_norm(x.data(), w.data(), want.data(), n, 1e-5f);
+      check_same_bits(got, want);
+    }
+  }
+}
+
+TEST_CASE("SIMD128 silu and swiglu match ref", "[simd128]") {
+  for (int64_t n : kOpLengths) {
+    INFO("n " << n);
+    Rng rng(static_cast<uint64_t>(n) + 77);
+    auto x = make_row(RowKind::kBell, rng, n);
+    for (auto& v : x) v *= 8.0f;
+    // exp overflow and underflow on both sides, and exact zeros
+    const float specials[] = {-100.0f, 100.0f, 0.0f, -0.0f, -88.5f, 88.5f, -87.0f, 1e-30f, -30.0f};
+    for (size_t i = 0; i < x.size() && i < sizeof specials / sizeof specials[0]; ++i) {
+      x[i] = specials[i];
+    }
+    const auto up = make_row(RowKind::kHeavy, rng, n);
+    std::vector<float> got(x.size()), want(x.size());
+    ops().silu(x.data(), got.data(), n);
+    ref_float_ops().silu(x.data(), want.data(), n);
+    check_close(got, want, 10 * 0x1p-24, 1e-37);
+    if (n > 1) CHECK(got[0] == 0.0f);    // -100 / (1 + inf)
+    if (n > 1) CHECK(got[1] == 100.0f);  // 100 / (1 + e^-100)
+    ops().swiglu(x.data(), up.data(), got.data(), n);
+    ref_float_ops().swiglu(x.data(), up.data(), want.data(), n);
+    check_close(got, want, 10 * 0x1p-24, 1e-37);
+    got = x;  // in place
+    ops().silu(got.data(), got.data(), n);
+    ref_float_ops().silu(x.data(), want.data(), n);
+    check_close(got, want, 10 * 0x1p-24, 1e-37);
+  }
+}
+
+TEST_CASE("SIMD128 softmax matches ref", "[simd128]") {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  for (int64_t n : kOpLengths) {
+    for (float spread : {1.0f, 30.0f}) {
+      INFO("n " << n << ", spread " << spread);
+      Rng rng(static_cast<uint64_t>(n) * 5 + static_cast<uint64_t>(spread));
+      auto x = make_row(RowKind::kBell, rng, n);
+      for (auto& v : x) v *= spread;
+      for (int64_t i = 2; i < n; i += 7) x[i] = ninf;  // masked entries
+      if (n > 1) x[1] = 80.0f * spread;                // exp(x) alone would overflow
+      auto got = x;
+      auto want = x;
+      ops().softmax(got.data(), n);
+      ref_float_ops().softmax(want.data(), n);
+      check_close(got, want, 10 * 0x1p-24, 1e-37);
+      for (int64_t i = 2; i < n; i += 7) CHECK(got[i] == 0.0f);
+    }
+  }
+  std::vector<float> all_masked(6, ninf);
+  ops().softmax(all_masked.data(), 6);
+  for (float v : all_masked) CHECK(v == 0.0f);
+}
+
+TEST_CASE("SIMD128 rope_apply is bit-exact with ref", "[simd128]") {
+  for (RopeStyle style : {RopeStyle::kNormal, RopeStyle::kNeox}) {
+    for (int64_t n_rot : {2, 4, 6, 10, 32, 64, 80, 128}) {
+      for (int64_t pos : {0, 1, 4095, 131071}) {
+        INFO("style " << static_cast<int>(style) << ", n_rot " << n_rot << ", pos " << pos);
+        RopeParams p;
+        p.n_rot = n_rot;
+        p.freq_base = 500000.0f;
+        p.attn_factor = pos == 1 ? 1.5f : 1.0f;
+        std::vector<float> cos_sin(static_cast<size_t>(n_rot));
+        ref_float_ops().rope_cos_sin(pos, p, cos_sin.data());
+        Rng rng(static_cast<uint64_t>(n_rot) * 11 + static_cast<uint64_t>(pos));
+        const auto x = make_row(RowKind::kBell, rng, n_rot + 16);  // a tail past n_rot
+        auto got = x;
+        auto want = x;
+        ops().rope_apply(got.data(), n_rot, cos_sin.data(), style);
+        ref_float_ops().rope_apply(want.data(), n_rot, cos_sin.data(), style);
+        check_same_bits(got, want);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- f16 rows
 
 TEST_CASE("SIMD128 f16 rows decode exactly like ref, all 65536 halfs", "[simd128]") {
-  std::vector<uint16_t> h(65536 + 5);
+  std::vector<uint16_t> h(65536 + 5);  // + a tail shorter than a vector
   for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<uint16_t>(i);
   std::vector<float> got(h.size()), want(h.size());
   simd128::dequantize_row_f16(h.data(), got.data(), static_cast<int64_t>(h.size()));
   ref_kernels().of(GgmlType::F16).dequantize_row(h.data(), want.data(), static_cast<int64_t>(h.size()));
   int bad = 0;
   for (size_t i = 0; i < h.size(); ++i) {
-    const bool same = std::memcmp(&got[i], &want[i], 4) == 0 || (std::isnan(got[i]) && std::isnan(want[i]));
-    if (!same && bad++ < 5) FAIL_CHECK("half 0x" << std::hex << h[i] << ": " << got[i] << " vs " << want[i]);
+    if (test::bits_of(got[i]) != test::bits_of(want[i]) && !(std::isnan(got[i]) && std::isnan(want[i]))) ++bad;
   }
   CHECK(bad == 0);
-}
-
-// ---------------------------------------------------------------- float ops
-
-namespace {
-
-std::vector<float> ops_row(Rng& rng, int64_t n, float spread) {
-  std::vector<float> x(static_cast<size_t>(n));
-  for (auto& v : x) v = rng.symmetric() * spread;
-  return x;
-}
-
-// |got - want| <= rel * |want| + abs_bound, element by element.
-void check_close(const std::vector<float>& got, const std::vector<float>& want, double rel, double abs_bound) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO("element " << i << ": simd128 " << got[i] << ", ref " << want[i]);
-    REQUIRE(std::fabs(static_cast<double>(got[i]) - want[i]) <= rel * std::fabs(want[i]) + abs_bound);
-  }
-}
-
-}  // namespace
-
-TEST_CASE("SIMD128 float ops match ref", "[simd128]") {
-  const FloatOps& r = ref_float_ops();
-  const FloatOps& s = *simd128_float_ops();
-  for (int64_t n : {1, 3, 4, 7, 64, 576, 1001, 8192}) {
-    for (float spread : {1.0f, 20.0f, 100.0f}) {
-      INFO("n " << n << ", spread " << spread);
-      Rng rng(static_cast<uint64_t>(n) * 5 + static_cast<uint64_t>(spread));
-      const auto a = ops_row(rng, n, spread);
-      const auto b = ops_row(rng, n, 3.0f);
-      std::vector<float> want(a.size()), got(a.size());
-
-      // Same single operations as ref: bit-identical.
-      r.add(a.data(), b.data(), want.data(), n);
-      s.add(a.data(), b.data(), got.data(), n);
-      check_close(got, want, 0, 0);
-      r.mul(a.data(), b.data(), want.data(), n);
-      s.mul(a.data(), b.data(), got.data(), n);
-      check_close(got, want, 0, 0);
-      want = a;
-      got = a;
-      r.scale(want.data(), n, 0.37f);
-      s.scale(got.data(), n, 0.37f);
-      check_close(got, want, 0, 0);
-      want = b;
-      got = b;
-      r.axpy(a.data(), want.data(), n, -1.25f);
-      s.axpy(a.data(), got.data(), n, -1.25f);
-      check_close(got, want, 0, 0);
-
-      // exp by polynomial: a few ulp of exp, then one division (and one product).
-      r.silu(a.data(), want.data(), n);
-      s.silu(a.data(), got.data(), n);
-      check_close(got, want, 8 * 0x1p-24, 1e-37);
-      r.swiglu(a.data(), b.data(), want.data(), n);
-      s.swiglu(a.data(), b.data(), got.data(), n);
-      check_close(got, want, 8 * 0x1p-24, 1e-37);
-      want = a;
-      got = a;
-      r.softmax(want.data(), n);
-      s.softmax(got.data(), n);
-      check_close(got, want, 8 * 0x1p-24, 1e-37);
-
-      // The sum of squares in double on both sides; the scaling in float either way.
-      const auto w = ops_row(rng, n, 2.0f);
-      r.rms_norm(a.data(), w.data(), want.data(), n, 1e-5f);
-      s.rms_norm(a.data(), w.data(), got.data(), n, 1e-5f);
-      check_close(got, want, 4 * 0x1p-24, 0);
-      r.rms_norm(a.data(), nullptr, want.data(), n, 1e-5f);
-      s.rms_norm(a.data(), nullptr, got.data(), n, 1e-5f);
-      check_close(got, want, 4 * 0x1p-24, 0);
-    }
-  }
-  SECTION("softmax of a masked row is zeros; extremes of exp") {
-    std::vector<float> x(9, -std::numeric_limits<float>::infinity());
-    s.softmax(x.data(), 9);
-    for (float v : x) CHECK(v == 0.0f);
-    std::vector<float> e = {-1000.0f, -88.0f, -87.0f, 0.0f, 10.0f, 88.0f, 89.0f, -0.0f};
-    std::vector<float> got(e.size()), want(e.size());
-    s.silu(e.data(), got.data(), static_cast<int64_t>(e.size()));
-    r.silu(e.data(), want.data(), static_cast<int64_t>(e.size()));
-    check_close(got, want, 8 * 0x1p-24, 1e-37);
-  }
 }
 
 // ---------------------------------------------------------------- table and dispatch
@@ -450,25 +628,50 @@ TEST_CASE("The SIMD128 table is the ref table with the SIMD128 entries swapped i
     INFO("type id " << id);
     CHECK(x.supported == r.supported);
     CHECK(x.vec_dot_type == r.vec_dot_type);
-    CHECK(x.quantize_row == r.quantize_row);
     CHECK((x.vec_dot == nullptr) == (r.vec_dot == nullptr));
-    replaced += (x.vec_dot != r.vec_dot) + (x.dequantize_row != r.dequantize_row);
+    replaced += (x.vec_dot != r.vec_dot) + (x.quantize_row != r.quantize_row) +
+                (x.dequantize_row != r.dequantize_row);
   }
-  CHECK(replaced == 14);  // 13 dots + the f16 row decoder
-  REQUIRE(simd128_float_ops() != nullptr);
-  CHECK(simd128_float_ops()->isa == "simd128");
+  CHECK(replaced == 17);  // 13 dots + 3 activation quantizers + the f16 row decoder
+  CHECK(t->of(GgmlType::F16).dequantize_row == simd128::dequantize_row_f16);
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8_K}) {
+    CHECK(t->of(type).quantize_row != ref_kernels().of(type).quantize_row);
+  }
+
+  const FloatOps* f = simd128_float_ops();
+  REQUIRE(f != nullptr);
+  const FloatOps& r = ref_float_ops();
+  CHECK(f->isa == "simd128");
+  CHECK(f->rms_norm != r.rms_norm);
+  CHECK(f->softmax != r.softmax);
+  CHECK(f->silu != r.silu);
+  CHECK(f->swiglu != r.swiglu);
+  CHECK(f->add != r.add);
+  CHECK(f->mul != r.mul);
+  CHECK(f->scale != r.scale);
+  CHECK(f->axpy != r.axpy);
+  CHECK(f->rope_apply != r.rope_apply);
+  CHECK(f->gelu == r.gelu);  // not sped up: ref's
+  CHECK(f->geglu == r.geglu);
+  CHECK(f->softcap == r.softcap);
+  CHECK(f->rope_cos_sin == r.rope_cos_sin);
 }
 
 TEST_CASE("select_kernels picks SIMD128 automatically and can still force ref", "[simd128]") {
   CHECK(select_kernels(""));
   CHECK(&kernels() == simd128_kernels());
+  CHECK(kernels().isa == "simd128");
+  CHECK(&float_ops() == simd128_float_ops());
   CHECK(float_ops().isa == "simd128");
   CHECK(select_kernels("ref"));
   CHECK(&kernels() == &ref_kernels());
+  CHECK(&float_ops() == &ref_float_ops());
   CHECK(select_kernels("simd128"));
-  CHECK(kernels().isa == "simd128");
-  CHECK_FALSE(select_kernels("simd"));
-  CHECK(select_kernels("ref"));  // leave the process on the default for other tests
+  CHECK(&kernels() == simd128_kernels());
+  CHECK_FALSE(select_kernels("avx2"));  // not in a wasm build
+  CHECK_FALSE(select_kernels("SIMD128"));
+  CHECK(&kernels() == simd128_kernels());  // a failed selection leaves the choice alone
+  CHECK(select_kernels("ref"));            // leave the process on the default for other tests
 }
 
 }  // namespace
