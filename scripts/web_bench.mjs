@@ -1,0 +1,129 @@
+#!/usr/bin/env node
+// Web speed side by side: runnel-llm (wasm SIMD128) and wllama (llama.cpp in wasm, npm
+// @wllama/wllama) in the same headless Chromium, same GGUF, same text prompt (about 128
+// tokens) and 32 generated tokens, at 1 and 2 threads (the page is cross-origin
+// isolated, so both may use threads). Prints each engine's prompt and generation tok/s
+// (medians over --runs, runs interleaved), the ratio runnel/wllama, and native runnel
+// at 1 thread (`runnel bench`) for the web/native ratio.
+//
+//   node scripts/web_bench.mjs [--models a.gguf,b.gguf] [--threads 1,2] [--runs 3]
+// Defaults: SmolLM2 and models/bench/llama-1b-{q4_0,q4_k_m}.gguf (scripts/gen_bench_models.sh).
+// Needs: npm run build in wasm/ (web/runnel-llm), npm install in tests/web, build-release/runnel.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { launchChromium } from '../tests/web/lib/browser.mjs';
+import { startServer } from '../tests/web/lib/static_server.mjs';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const args = process.argv.slice(2);
+const opt = (name, fallback) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : fallback;
+};
+const models = opt('models', ['models/SmolLM2-135M-Instruct.Q4_1.gguf', 'models/bench/llama-1b-q4_0.gguf',
+  'models/bench/llama-1b-q4_k_m.gguf'].join(',')).split(',').map((m) => path.resolve(root, m));
+const threadList = opt('threads', '1,2').split(',').map(Number);
+const runs = Number(opt('runs', '3'));
+const nGen = 32;
+const runnelBin = process.env.RUNNEL_BIN ?? path.join(root, 'build-release/runnel');
+
+for (const m of models) if (!fs.existsSync(m)) throw new Error(`no model ${m} (scripts/gen_bench_models.sh 1b q4_0 q4_k_m)`);
+if (!fs.existsSync(path.join(root, 'web/runnel-llm/dist/runnel.wasm'))) throw new Error('run `npm run build` in wasm/ first');
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+// A text prompt of about 128 tokens for every model here (they share SmolLM2's tokenizer).
+const prompt = ('The history of the city begins with a small settlement on the river, where traders ' +
+  'met to exchange grain, salt and cloth. Over the centuries the town grew, walls were built and torn ' +
+  'down, bridges crossed the water and markets filled the squares. Scholars came to study, artists to ' +
+  'paint the light on the old stones, and travellers wrote long letters home about the food, the music ' +
+  'and the people they met along the narrow streets. Today the city is known for its museums, its parks ' +
+  'and its cafes, and the river still carries boats loaded with goods from the hills down to the sea, ' +
+  'as it did long ago, and visitors arrive to see').trim();
+
+const files = {};
+for (const m of models) files[`/models/${path.basename(m)}`] = m;
+const server = await startServer({
+  isolate: true,
+  routes: [
+    { prefix: '/runnel-llm/', dir: path.join(root, 'web/runnel-llm') },
+    { prefix: '/wllama/', dir: path.join(root, 'tests/web/node_modules/@wllama/wllama') },
+    { prefix: '/', dir: path.join(root, 'scripts/web_bench') },
+  ],
+  files,
+});
+const browser = await launchChromium();
+const rows = [];
+try {
+  for (const model of models) {
+    const url = `${server.url}/models/${path.basename(model)}`;
+    let native = null;
+    try {
+      const out = execFileSync(runnelBin, ['bench', '-m', model, '-p', '128', '-n', String(nGen), '-t', '1',
+        '-r', String(runs), '-o', 'jsonl'], { encoding: 'utf8' });
+      native = {};
+      for (const line of out.trim().split('\n')) {
+        const j = JSON.parse(line);
+        native[j.n_prompt > 0 ? 'pp' : 'tg'] = j.avg_ts;
+      }
+    } catch (e) {
+      console.error(`native runnel bench failed: ${e.message}`);
+    }
+    for (const threads of threadList) {
+      const page = await browser.newPage();
+      page.on('pageerror', (e) => console.error('page error:', e.message));
+      await page.goto(`${server.url}/index.html`);
+      await page.waitForFunction(() => window.benchReady === true);
+      const got = { runnel: { pp: [], tg: [] }, wllama: { pp: [], tg: [] } };
+      const loaded = {};
+      for (const engine of ['runnel', 'wllama']) {
+        loaded[engine] = await page.evaluate(([e, u, t]) => window.bench.load(e, u, t, 512), [engine, url, threads]);
+        await page.evaluate(([e, p]) => window.bench.run(e, p, 4), [engine, prompt]); // warm-up
+      }
+      for (let r = 0; r < runs; ++r) {
+        for (const engine of ['runnel', 'wllama']) {
+          const res = await page.evaluate(([e, p, n]) => window.bench.run(e, p, n), [engine, prompt, nGen]);
+          got[engine].pp.push(res.pp);
+          got[engine].tg.push(res.tg);
+          got[engine].nPrompt = res.nPrompt;
+        }
+      }
+      for (const engine of ['runnel', 'wllama']) await page.evaluate((e) => window.bench.unload(e), engine);
+      await page.close();
+      const row = {
+        model: path.basename(model), threads,
+        runnelThreads: loaded.runnel.threads, wllamaThreads: loaded.wllama.threads,
+        nPrompt: got.runnel.nPrompt, wllamaPrompt: got.wllama.nPrompt,
+        runnel: { pp: median(got.runnel.pp), tg: median(got.runnel.tg) },
+        wllama: { pp: median(got.wllama.pp), tg: median(got.wllama.tg) },
+        native,
+      };
+      rows.push(row);
+      console.error(JSON.stringify(row));
+    }
+  }
+} finally {
+  await browser.close();
+  await server.close();
+}
+
+const f = (x) => (x == null ? 'n/a' : x.toFixed(2));
+console.log(`\nrunnel-llm vs wllama ${JSON.parse(fs.readFileSync(path.join(root, 'tests/web/node_modules/@wllama/wllama/package.json'))).version} ` +
+  `in Chromium (headless, COOP/COEP), prompt ~${rows[0]?.nPrompt} tokens, ${nGen} generated, medians of ${runs} interleaved runs\n`);
+console.log('| model | threads | test | runnel t/s | wllama t/s | ratio | native runnel 1t t/s | web/native |');
+console.log('| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |');
+for (const r of rows) {
+  for (const test of ['pp', 'tg']) {
+    const ratio = r.runnel[test] / r.wllama[test];
+    const nat = r.native?.[test];
+    console.log(`| ${r.model} | ${r.threads} (runnel ${r.runnelThreads}, wllama ${r.wllamaThreads}) | ${test} | ` +
+      `${f(r.runnel[test])} | ${f(r.wllama[test])} | ${ratio.toFixed(2)}x | ${f(nat)} | ` +
+      `${r.threads === 1 && nat ? (nat / r.runnel[test]).toFixed(2) + 'x slower' : ''} |`);
+  }
+}
