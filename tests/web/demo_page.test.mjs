@@ -138,6 +138,39 @@ describe('demo page in Chromium', () => {
     }
   });
 
+  test('sha256: a mismatch is a clear error and the file is never used; the right hash loads', async () => {
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      await page.goto(`${server.url}/`);
+      const url = `${server.url}${modelRoute}`;
+      const wrong = await page.evaluate(async (u) => {
+        const { loadModel, listCachedModels } = await import('/runnel-llm/js/index.js');
+        try {
+          await loadModel({ url: u }, { sha256: '0'.repeat(64) });
+          return { error: null };
+        } catch (e) {
+          return { error: e.message, cached: await listCachedModels() };
+        }
+      }, url);
+      assert.match(wrong.error ?? '', /sha256 [0-9a-f]{64} does not match/);
+      assert.ok(wrong.cached.every((m) => !m.complete), JSON.stringify(wrong.cached));
+      const { createHash } = await import('node:crypto');
+      const sha = createHash('sha256').update(fs.readFileSync(modelPath)).digest('hex');
+      const right = await page.evaluate(async ([u, h]) => {
+        const { loadModel, listCachedModels } = await import('/runnel-llm/js/index.js');
+        const model = await loadModel({ url: u }, { sha256: h });
+        const layers = model.info.nLayer;
+        await model.dispose();
+        return { layers, cached: await listCachedModels() };
+      }, [url, sha]);
+      assert.equal(right.layers, 30);
+      assert.equal(right.cached.find((m) => m.url === url)?.sha256, sha);
+    } finally {
+      await context.close();
+    }
+  });
+
   test('a memoryBudget below the model size streams layers and gives the same reply', async () => {
     const context = await browser.newContext();
     try {
