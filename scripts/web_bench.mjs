@@ -84,7 +84,7 @@ try {
       const loaded = {};
       for (const engine of ['runnel', 'wllama']) {
         loaded[engine] = await page.evaluate(([e, u, t]) => window.bench.load(e, u, t, 512), [engine, url, threads]);
-        await page.evaluate(([e, p]) => window.bench.run(e, p, 4), [engine, prompt]); // warm-up
+        await page.evaluate((e) => window.bench.run(e, 'Hello there', 2), engine); // warm-up
       }
       for (let r = 0; r < runs; ++r) {
         for (const engine of ['runnel', 'wllama']) {
