@@ -11,10 +11,11 @@
 // Needs: npm run build in wasm/ (web/runnel-llm), npm install in tests/web, build-release/runnel.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { launchChromium } from '../tests/web/lib/browser.mjs';
+import { launchPersistentChromium } from '../tests/web/lib/browser.mjs';
 import { startServer } from '../tests/web/lib/static_server.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -58,7 +59,8 @@ const server = await startServer({
   ],
   files,
 });
-const browser = await launchChromium();
+const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'runnel-web-bench-'));
+const browser = await launchPersistentChromium(profile); // OPFS on disk: room for 1B models
 const rows = [];
 try {
   for (const model of models) {
@@ -111,6 +113,7 @@ try {
 } finally {
   await browser.close();
   await server.close();
+  fs.rmSync(profile, { recursive: true, force: true });
 }
 
 const f = (x) => (x == null ? 'n/a' : x.toFixed(2));

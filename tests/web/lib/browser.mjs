@@ -10,3 +10,14 @@ export async function launchChromium() {
       '--disable-component-update', '--disable-sync', '--enable-features=SharedArrayBuffer'],
   });
 }
+
+// A browser with an on-disk profile: incognito contexts (launch() + newContext) keep
+// OPFS in memory with a small quota, too small for 1B-shaped models.
+export async function launchPersistentChromium(userDataDir) {
+  return chromium.launchPersistentContext(userDataDir, {
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+}
