@@ -3,7 +3,7 @@
 // @wllama/wllama) in the same headless Chromium, same GGUF, same text prompt (about 128
 // tokens) and 32 generated tokens, at 1 and 2 threads (the page is cross-origin
 // isolated, so both may use threads). Prints each engine's prompt and generation tok/s
-// (medians over --runs, runs interleaved), the ratio runnel/wllama, and native runnel
+// (medians over --runs, runs interleaved; wllama gets a fresh page per run), the ratio runnel/wllama, and native runnel
 // at 1 thread (`runnel bench`) for the web/native ratio.
 //
 //   node scripts/web_bench.mjs [--models a.gguf,b.gguf] [--threads 1,2] [--runs 3]
@@ -78,26 +78,39 @@ try {
       console.error(`native runnel bench failed: ${e.message}`);
     }
     for (const threads of threadList) {
-      const page = await browser.newPage();
-      page.on('pageerror', (e) => console.error('page error:', e.message));
-      await page.goto(`${server.url}/index.html`);
-      await page.waitForFunction(() => window.benchReady === true);
+      const openPage = async () => {
+        const page = await browser.newPage();
+        page.on('pageerror', (e) => console.error('page error:', e.message));
+        await page.goto(`${server.url}/index.html`);
+        await page.waitForFunction(() => window.benchReady === true);
+        return page;
+      };
       const got = { runnel: { pp: [], tg: [] }, wllama: { pp: [], tg: [] } };
       const loaded = {};
-      for (const engine of ['runnel', 'wllama']) {
-        loaded[engine] = await page.evaluate(([e, u, t]) => window.bench.load(e, u, t, 512), [engine, url, threads]);
-        await page.evaluate((e) => window.bench.run(e, 'Hello there', 2), engine); // warm-up
-      }
+      // runnel: one page, one load, a warm-up, then the runs.
+      const runnelPage = await openPage();
+      loaded.runnel = await runnelPage.evaluate(([u, t]) => window.bench.load('runnel', u, t, 512), [url, threads]);
+      await runnelPage.evaluate(() => window.bench.run('runnel', 'Hello there', 2)); // warm-up
       for (let r = 0; r < runs; ++r) {
-        for (const engine of ['runnel', 'wllama']) {
-          const res = await page.evaluate(([e, p, n]) => window.bench.run(e, p, n), [engine, prompt, nGen]);
-          got[engine].pp.push(res.pp);
-          got[engine].tg.push(res.tg);
-          got[engine].nPrompt = res.nPrompt;
-        }
+        const res = await runnelPage.evaluate(([p, n]) => window.bench.run('runnel', p, n), [prompt, nGen]);
+        got.runnel.pp.push(res.pp);
+        got.runnel.tg.push(res.tg);
+        got.runnel.nPrompt = res.nPrompt;
+        // wllama 3.8.1 fails a second completion on a loaded model here ("Invalid typed
+        // array length" in its worker), so each of its runs is a fresh page and load
+        // (from its cache; load time is outside its timings).
+        const wPage = await openPage();
+        loaded.wllama = await wPage.evaluate(([u, t]) => window.bench.load('wllama', u, t, 512), [url, threads]);
+        const w = await wPage.evaluate(([p, n]) => window.bench.run('wllama', p, n), [prompt, nGen]);
+        got.wllama.pp.push(w.pp);
+        got.wllama.tg.push(w.tg);
+        got.wllama.nPrompt = w.nPrompt;
+        got.wllama.nGen = w.nGen;
+        await wPage.evaluate(() => window.bench.unload('wllama'));
+        await wPage.close();
       }
-      for (const engine of ['runnel', 'wllama']) await page.evaluate((e) => window.bench.unload(e), engine);
-      await page.close();
+      await runnelPage.evaluate(() => window.bench.unload('runnel'));
+      await runnelPage.close();
       const row = {
         model: path.basename(model), threads,
         runnelThreads: loaded.runnel.threads, wllamaThreads: loaded.wllama.threads,

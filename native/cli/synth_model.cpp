@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "core/gguf/gguf_writer.h"
+#include "core/tokenizer/tokenizer.h"
+#include "core/tokenizer/utf8.h"
 #include "kernels/kernels.h"
 #include "native/cli/args.h"
 #include "native/cli/commands.h"
@@ -135,10 +137,19 @@ int synth_model_command(const std::vector<std::string>& args) {
   std::vector<bool> zero_rows(static_cast<size_t>(n_vocab), false);
   GgufValue type_value{GgufType::ARRAY, GgufType::I32, std::vector<int64_t>()};
   auto& type_ids = std::get<std::vector<int64_t>>(type_value.value);
+  // Normal tokens whose text is not whole UTF-8 (byte-level BPE pieces of a multi-byte
+  // character) are zeroed too: a noise model chains them into invalid text, which
+  // some peers (wllama) fail on.
+  const std::unique_ptr<Tokenizer> tok = Tokenizer::from_metadata(md);
   for (int i = 0; i < n_vocab; ++i) {
     const int64_t t = i < n_real ? (types ? (*types)[i] : 1) : 3;  // 3: control
     type_ids.push_back(t);
-    zero_rows[i] = t != 1;  // only normal tokens may win greedy decoding
+    bool whole_text = true;
+    if (t == 1) {
+      const std::string piece = tok->token_to_piece(i, false);
+      whole_text = utf8_complete_prefix(piece) == piece.size() && utf8_sanitize(piece) == piece;
+    }
+    zero_rows[i] = t != 1 || !whole_text;  // only normal, whole-text tokens may win greedy decoding
   }
   w.set_string_array("tokenizer.ggml.tokens", padded);
   w.set("tokenizer.ggml.token_type", type_value);

@@ -17,8 +17,6 @@ window.bench = {
     const w = new Wllama({ default: '/wllama/esm/wasm/wllama.wasm' }, { suppressNativeLog: true });
     await w.loadModelFromUrl(modelUrl, { n_threads: threads, n_ctx: nCtx });
     engines.wllama = w;
-    engines.wllamaArgs = [modelUrl, threads, nCtx];
-    engines.wllamaUsed = false;
     return { threads: w.getNumThreads(), multithread: w.isMultithread() };
   },
 
@@ -31,14 +29,6 @@ window.bench = {
       await session.dispose();
       return { pp: s.promptTokensPerSecond, tg: s.generateTokensPerSecond, nPrompt: s.promptTokens, nGen: s.generatedTokens, text };
     }
-    // wllama 3.8.1 fails the second completion of a loaded model here ("Invalid typed
-    // array length" in its worker), so every run gets a freshly loaded model (from its
-    // cache; load time is outside the timings).
-    if (engines.wllamaUsed) {
-      await engines.wllama.exit();
-      await window.bench.load('wllama', ...engines.wllamaArgs);
-    }
-    engines.wllamaUsed = true;
     const r = await engines.wllama.createCompletion({ prompt, max_tokens: nGen, temperature: 0 });
     const t = r.timings;
     return { pp: t.prompt_per_second, tg: t.predicted_per_second, nPrompt: t.prompt_n, nGen: t.predicted_n,
