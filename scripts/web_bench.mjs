@@ -96,9 +96,10 @@ try {
         got.runnel.pp.push(res.pp);
         got.runnel.tg.push(res.tg);
         got.runnel.nPrompt = res.nPrompt;
-        // wllama 3.8.1 fails a second completion on a loaded model here ("Invalid typed
-        // array length" in its worker), so each of its runs is a fresh page and load
-        // (from its cache; load time is outside its timings).
+        // wllama gets a fresh page and load per run (from its cache; load time is
+        // outside its timings): one failed call ("Invalid typed array length", e.g.
+        // on invalid UTF-8 output) leaves its worker unusable, and this keeps runs
+        // independent.
         const wPage = await openPage();
         loaded.wllama = await wPage.evaluate(([u, t]) => window.bench.load('wllama', u, t, 512), [url, threads]);
         const w = await wPage.evaluate(([p, n]) => window.bench.run('wllama', p, n), [prompt, nGen]);

@@ -171,6 +171,29 @@ describe('demo page in Chromium', () => {
     }
   });
 
+  test('a local file loads without any download; the stop button ends a reply', async () => {
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      server.log.length = 0;
+      await page.goto(`${server.url}/?temperature=0&maxTokens=400&context=1024`);
+      await page.check('input[name="source"][value="file"]');
+      await page.setInputFiles('#model-file', modelPath);
+      await page.click('#load');
+      await waitState(page, 'ready');
+      assert.deepEqual(modelRequests(server), []);
+      await page.fill('#prompt', 'Write a long story about a dragon.');
+      await page.click('#send');
+      await page.waitForFunction(() => (document.querySelector('.msg.assistant')?.textContent.length ?? 0) > 20,
+        null, { timeout: 60_000 });
+      await page.click('#stop');
+      await waitState(page, 'ready');
+      assert.match(await page.textContent('#speed'), /\(abort\)/);
+    } finally {
+      await context.close();
+    }
+  });
+
   test('a memoryBudget below the model size streams layers and gives the same reply', async () => {
     const context = await browser.newContext();
     try {

@@ -217,7 +217,9 @@ EMSCRIPTEN_KEEPALIVE const char* rn_last_error() { return g_error.c_str(); }
 
 // Picks the kernel table ("" = best; "ref" forces the scalar one). 1 on success.
 EMSCRIPTEN_KEEPALIVE int rn_select_isa(const char* isa) {
-  return select_kernels(isa) ? 1 : (g_error = std::string("unknown ISA ") + isa, 0);
+  if (select_kernels(isa)) return 1;
+  g_error = std::string("unknown ISA '") + isa + "' (this build has: simd128, ref)";
+  return 0;
 }
 
 // {"files": [{"source", "size", "name"}], "contextSize", "memoryBudget", "threads",

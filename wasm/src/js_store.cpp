@@ -95,7 +95,15 @@ std::span<const uint8_t> JsStore::tensor_bytes(const GgufTensorInfo& tensor) {
   }
   const Placement& p = placement_[i];
   Arena& a = p.arena == 0 ? non_layer_ : layers_[static_cast<size_t>(p.arena - 1)];
-  if (!a.loaded()) load(a);  // a layer used outside acquire/release: read it now
+  if (!a.loaded()) {
+    // A layer used outside acquire/release: read it now, through the LRU when streaming.
+    if (p.arena > 0 && streaming_) {
+      acquire(p.arena - 1);
+      release(p.arena - 1);
+    } else {
+      load(a);
+    }
+  }
   return {a.bytes.get() + p.offset, static_cast<size_t>(model_.tensors[i].n_bytes)};
 }
 
