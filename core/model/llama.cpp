@@ -29,7 +29,7 @@ void rope_heads(const FloatOps& ops, const ModelConfig& c, float* x, int n_heads
 ForwardScratch::ForwardScratch(const LlamaModel& model, int n_batch_, int n_ctx, int n_tasks_,
                                bool all_logits)
     : ForwardScratch(model.config(), n_batch_, n_ctx, n_tasks_, all_logits) {
-  mm = MatmulScratch(n_batch_, model.max_activation_row_bytes());
+  mm = MatmulScratch(n_batch_, model.max_activation_row_bytes(), model.max_activation_pack_bytes());
 }
 
 ForwardScratch::ForwardScratch(const ModelConfig& c, int n_batch_, int n_ctx, int n_tasks_,
@@ -93,6 +93,20 @@ size_t LlamaModel::max_activation_row_bytes() const {
   size_t max_bytes = 0;
   auto consider = [&](const GgufTensorInfo* t) {
     if (t) max_bytes = std::max(max_bytes, activation_row_bytes(t->type, t->dims[0]));
+  };
+  for (const LayerTensors& l : layers_) {
+    for (const GgufTensorInfo* t : {l.wq, l.wk, l.wv, l.wo, l.w_gate, l.w_up, l.w_down}) {
+      consider(t);
+    }
+  }
+  consider(output_);
+  return max_bytes;
+}
+
+size_t LlamaModel::max_activation_pack_bytes() const {
+  size_t max_bytes = 0;
+  auto consider = [&](const GgufTensorInfo* t) {
+    if (t) max_bytes = std::max(max_bytes, activation_pack_bytes(t->type, t->dims[0]));
   };
   for (const LayerTensors& l : layers_) {
     for (const GgufTensorInfo* t : {l.wq, l.wk, l.wv, l.wo, l.w_gate, l.w_up, l.w_down}) {

@@ -58,6 +58,8 @@ class LlamaModel {
 
   // Largest activation row (bytes) any matrix of the model takes; sizes MatmulScratch.
   size_t max_activation_row_bytes() const;
+  // Largest packed activation group (bytes) of the batched products; sizes MatmulScratch.
+  size_t max_activation_pack_bytes() const;
 
   // Runs tokens[0..n) (n <= s.n_batch, ids < n_vocab) at positions pos0 .. pos0+n-1
   // (pos0 + n <= kv.n_ctx()), storing their k, v in `kv`. Writes s.logits: the last

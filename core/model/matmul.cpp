@@ -12,16 +12,52 @@ namespace {
 // Weight rows a task keeps hot while the batch's tokens stream past them.
 constexpr int64_t kRowTile = 8;
 
+// The batched product pays off from a few tokens on (it computes whole groups of
+// kGemmCols; below this the per-token dots are as fast).
+constexpr int kMinGemmTokens = 3;
+
 struct PreparedJob {
   const MatmulJob* job;
   const uint8_t* act;  // [n_tokens][act_row_bytes] in the partner format
   size_t act_row_bytes;
   size_t w_row_bytes;
   float (*vec_dot)(int64_t, const void*, const void*);
+  // Batched path (null gemm: per-token vec_dot): packed groups of kGemmCols tokens.
+  void (*gemm)(int64_t, const void*, size_t, int, const void*, int, float*, size_t) = nullptr;
+  const uint8_t* packed = nullptr;  // [groups][pack_bytes]
+  size_t pack_bytes = 0;
 };
+
+// Rows [r0, r1) of one job for all tokens, through the batched product.
+void run_rows_gemm(const PreparedJob& p, int n_tokens, int64_t r0, int64_t r1) {
+  const Matrix& w = p.job->w;
+  float* out = p.job->out;
+  const float* bias = p.job->bias;
+  const int n_groups = (n_tokens + kGemmCols - 1) / kGemmCols;
+  for (int64_t r = r0; r < r1; r += kGemmRows) {
+    const int nr = static_cast<int>(std::min<int64_t>(kGemmRows, r1 - r));
+    const uint8_t* rows = w.data + static_cast<size_t>(r) * p.w_row_bytes;
+    for (int g = 0; g < n_groups; ++g) {
+      const int t0 = g * kGemmCols;
+      const int nc = std::min(kGemmCols, n_tokens - t0);
+      float* y = out + static_cast<int64_t>(t0) * w.n_out + r;
+      p.gemm(w.n_in, rows, p.w_row_bytes, nr, p.packed + static_cast<size_t>(g) * p.pack_bytes, nc, y,
+             static_cast<size_t>(w.n_out));
+      if (bias) {
+        for (int c = 0; c < nc; ++c) {
+          for (int i = 0; i < nr; ++i) y[static_cast<int64_t>(c) * w.n_out + i] += bias[r + i];
+        }
+      }
+    }
+  }
+}
 
 // Rows [r0, r1) of one job for all tokens.
 void run_rows(const PreparedJob& p, int n_tokens, int64_t r0, int64_t r1) {
+  if (p.gemm) {
+    run_rows_gemm(p, n_tokens, r0, r1);
+    return;
+  }
   const Matrix& w = p.job->w;
   float* out = p.job->out;
   const float* bias = p.job->bias;
@@ -40,12 +76,24 @@ void run_rows(const PreparedJob& p, int n_tokens, int64_t r0, int64_t r1) {
 
 }  // namespace
 
-MatmulScratch::MatmulScratch(int n_tokens, size_t max_row_bytes)
+MatmulScratch::MatmulScratch(int n_tokens, size_t max_row_bytes, size_t max_pack_bytes)
     : slot_bytes_(static_cast<size_t>(n_tokens) * max_row_bytes),
-      bytes_(slot_bytes_ * kMaxFormats) {}
+      packed_slot_bytes_(n_tokens >= kMinGemmTokens
+                             ? static_cast<size_t>((n_tokens + kGemmCols - 1) / kGemmCols) * max_pack_bytes
+                             : 0),
+      bytes_(slot_bytes_ * kMaxFormats),
+      packed_(packed_slot_bytes_ * kMaxFormats) {}
 
 size_t activation_row_bytes(GgmlType weight_type, int64_t n_in) {
   return row_bytes(kernels().of(weight_type).vec_dot_type, n_in);
+}
+
+size_t activation_pack_bytes(GgmlType weight_type, int64_t n_in) {
+  const KernelTable& table = kernels();
+  const TypeKernels& k = table.of(weight_type);
+  const TypeKernels& a = table.of(k.vec_dot_type);
+  if (!k.gemm || !a.gemm_pack || !a.gemm_pack_bytes) return 0;
+  return a.gemm_pack_bytes(n_in);
 }
 
 void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJob> jobs,
@@ -56,7 +104,9 @@ void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJ
   PreparedJob prepared[kMaxJobs];
   GgmlType formats[MatmulScratch::kMaxFormats];
   const uint8_t* format_rows[MatmulScratch::kMaxFormats];
+  const uint8_t* format_packed[MatmulScratch::kMaxFormats] = {};  // null: not packed yet
   int n_formats = 0;
+  const int n_groups = (n_tokens + kGemmCols - 1) / kGemmCols;
   int64_t total_rows = 0;
 
   for (size_t j = 0; j < jobs.size(); ++j) {
@@ -87,6 +137,23 @@ void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJ
         ++n_formats;
       }
       p.act = format_rows[f];
+      // The batched product, when the kernels have one and the packed groups fit.
+      const TypeKernels& ak = table.of(fmt);
+      if (k.gemm && ak.gemm_pack && n_tokens >= kMinGemmTokens &&
+          static_cast<size_t>(n_groups) * ak.gemm_pack_bytes(w.n_in) <= scratch.packed_slot_bytes()) {
+        p.pack_bytes = ak.gemm_pack_bytes(w.n_in);
+        if (format_packed[f] == nullptr) {
+          uint8_t* dst = scratch.packed_slot(f);
+          for (int g = 0; g < n_groups; ++g) {
+            const int t0 = g * kGemmCols;
+            ak.gemm_pack(w.n_in, p.act + static_cast<size_t>(t0) * p.act_row_bytes, p.act_row_bytes,
+                         std::min(kGemmCols, n_tokens - t0), dst + static_cast<size_t>(g) * p.pack_bytes);
+          }
+          format_packed[f] = dst;
+        }
+        p.gemm = k.gemm;
+        p.packed = format_packed[f];
+      }
     }
     total_rows += w.n_out;
   }

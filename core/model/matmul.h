@@ -1,9 +1,12 @@
 // Quantized matrix products of the forward pass: y = W x for a batch of activation
 // rows. Activations are quantized once per row to the weight type's partner format
-// (kernels.h vec_dot_type), then every output row is one vec_dot per token. Output
-// rows are split statically over the Parallel's tasks; within a task a small tile of
-// weight rows stays in cache while all tokens stream past it, so each weight byte is
-// read from memory once per batch.
+// (kernels.h vec_dot_type). With several tokens and a kernel set that has a batched
+// product for the weight type (TypeKernels::gemm), the quantized rows are packed in
+// groups of kGemmCols and each run of up to kGemmRows weight rows meets every group;
+// otherwise every output row is one vec_dot per token. Output rows are split statically
+// over the Parallel's tasks; within a task a small tile of weight rows stays in cache
+// while all tokens stream past it, so each weight byte is read from memory once per
+// batch.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include "core/runtime/parallel.h"
+#include "kernels/kernels.h"
 #include "kernels/types.h"
 
 namespace runnel {
@@ -31,25 +35,37 @@ struct MatmulJob {
   const float* bias = nullptr;  // [w.n_out] or nullptr
 };
 
-// Space for the quantized copies of one activation batch, sized once per session.
+// Space for the quantized copies of one activation batch (and their packed groups for
+// the kernels' batched products), sized once per session.
 class MatmulScratch {
  public:
   MatmulScratch() = default;
-  // Room for up to kMaxFormats formats of n_tokens rows of at most max_row_bytes.
-  MatmulScratch(int n_tokens, size_t max_row_bytes);
+  // Room for up to kMaxFormats formats of n_tokens rows of at most max_row_bytes, and
+  // as many packed groups of kGemmCols rows of at most max_pack_bytes each.
+  MatmulScratch(int n_tokens, size_t max_row_bytes, size_t max_pack_bytes = 0);
 
   static constexpr int kMaxFormats = 3;  // distinct partner formats in one job group
 
   size_t slot_bytes() const { return slot_bytes_; }
   uint8_t* slot(int format) { return bytes_.data() + static_cast<size_t>(format) * slot_bytes_; }
+  size_t packed_slot_bytes() const { return packed_slot_bytes_; }
+  uint8_t* packed_slot(int format) {
+    return packed_.data() + static_cast<size_t>(format) * packed_slot_bytes_;
+  }
 
  private:
   size_t slot_bytes_ = 0;
-  std::vector<uint8_t> bytes_;  // [kMaxFormats][n_tokens][row bytes]
+  size_t packed_slot_bytes_ = 0;
+  std::vector<uint8_t> bytes_;   // [kMaxFormats][n_tokens][row bytes]
+  std::vector<uint8_t> packed_;  // [kMaxFormats][groups][pack bytes]
 };
 
 // Bytes one activation row of n_in elements takes in `weight_type`'s partner format.
 size_t activation_row_bytes(GgmlType weight_type, int64_t n_in);
+
+// Bytes of one packed group of activation rows for `weight_type`'s batched product, or 0
+// when the selected kernels have none for it.
+size_t activation_pack_bytes(GgmlType weight_type, int64_t n_in);
 
 // Every job's out = W x for x [n_tokens, n_in] (all jobs have w.n_in == n_in).
 // Allocation-free; x is read only.

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "core/kv/kv_cache.h"
+#include "kernels/kernels.h"
 
 namespace runnel {
 namespace {
@@ -42,8 +43,11 @@ uint64_t plan_scratch_bytes(const ModelConfig& c, const MemoryPlanOptions& o) {
                          c.n_rot);
   floats += static_cast<uint64_t>(c.n_embd) + c.q_dim() + c.kv_dim() + c.v_dim();
   floats += (o.all_logits ? b : 1) * static_cast<uint64_t>(c.n_vocab);
-  // MatmulScratch: three formats of b rows of at most float32 width
-  const uint64_t matmul = 3 * b * std::max(c.n_embd, c.n_ff) * 4ull;
+  // MatmulScratch: three formats of b rows of at most float32 width, and their packed
+  // groups of kGemmCols rows for the batched products (at most 1.25 bytes an element)
+  const uint64_t widest = static_cast<uint64_t>(std::max(c.n_embd, c.n_ff));
+  const uint64_t b_groups = (b + kGemmCols - 1) / kGemmCols * kGemmCols;
+  const uint64_t matmul = 3 * b * widest * 4ull + 3 * b_groups * widest * 5 / 4;
   // AttentionScratch per task: scores, an f16 row (64-byte rounded), a V row
   const uint64_t head = static_cast<uint64_t>(std::max(c.head_dim, c.head_dim_v));
   const uint64_t act = (2 * std::max<uint64_t>(o.n_ctx, head) + 63) / 64 * 64;

@@ -3,6 +3,7 @@
 // call them only after cpu_has_avx2() (kernels/x86/x86.h) said yes.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace runnel::avx2 {
@@ -29,5 +30,26 @@ float vec_dot_q4_k(int64_t n, const void* w, const void* a);     // a: Q8_K
 float vec_dot_q5_k(int64_t n, const void* w, const void* a);     // a: Q8_K
 float vec_dot_q6_k(int64_t n, const void* w, const void* a);     // a: Q8_K
 void quantize_row_q8_k(const float* src, void* dst, int64_t n);  // bit-exact with ref
+
+// ---- batched products for prefill (avx2_gemm.cpp); contracts in kernels/kernels.h
+// (TypeKernels::gemm_pack_bytes / gemm_pack / gemm). Packing per activation format:
+size_t gemm_pack_bytes_q8_0(int64_t n);
+size_t gemm_pack_bytes_q8_1(int64_t n);
+size_t gemm_pack_bytes_q8_k(int64_t n);
+void gemm_pack_q8_0(int64_t n, const void* a, size_t a_stride, int nc, void* packed);
+void gemm_pack_q8_1(int64_t n, const void* a, size_t a_stride, int nc, void* packed);
+void gemm_pack_q8_k(int64_t n, const void* a, size_t a_stride, int nc, void* packed);
+// Weight rows against a packed group (Q4_0 / Q8_0 take Q8_0 groups, Q4_1 Q8_1, the
+// k-quants Q8_K):
+void gemm_q4_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);
+void gemm_q4_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);
+void gemm_q8_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);
+void gemm_q4_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);
+void gemm_q6_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);
 
 }  // namespace runnel::avx2

@@ -34,6 +34,24 @@ KernelTable build_avx2_table() {
   quant(G::Q8_0, avx2::quantize_row_q8_0);
   quant(G::Q8_1, avx2::quantize_row_q8_1);
   quant(G::Q8_K, avx2::quantize_row_q8_k);
+  // Batched prefill products: the activation formats pack, the weight types multiply.
+  auto pack = [&t](GgmlType type, size_t (*bytes)(int64_t),
+                   void (*fn)(int64_t, const void*, size_t, int, void*)) {
+    t.types[static_cast<uint32_t>(type)].gemm_pack_bytes = bytes;
+    t.types[static_cast<uint32_t>(type)].gemm_pack = fn;
+  };
+  auto gemm = [&t](GgmlType type,
+                   void (*fn)(int64_t, const void*, size_t, int, const void*, int, float*, size_t)) {
+    t.types[static_cast<uint32_t>(type)].gemm = fn;
+  };
+  pack(G::Q8_0, avx2::gemm_pack_bytes_q8_0, avx2::gemm_pack_q8_0);
+  pack(G::Q8_1, avx2::gemm_pack_bytes_q8_1, avx2::gemm_pack_q8_1);
+  pack(G::Q8_K, avx2::gemm_pack_bytes_q8_k, avx2::gemm_pack_q8_k);
+  gemm(G::Q4_0, avx2::gemm_q4_0);
+  gemm(G::Q4_1, avx2::gemm_q4_1);
+  gemm(G::Q8_0, avx2::gemm_q8_0);
+  gemm(G::Q4_K, avx2::gemm_q4_k);
+  gemm(G::Q6_K, avx2::gemm_q6_k);
   return t;
 }
 

@@ -24,7 +24,9 @@ const kPrompts = [
   'def fibonacci(n):',
   'Water boils at a temperature of',
 ];
-const kRobustPrompts = [kPrompts[2]];
+// Prompts whose 32 greedy tokens came out the same on every kernel set we measured
+// (native ref / AVX2 / AVX-512 and wasm SIMD128); see the comment at their test.
+const kRobustPrompts = ['The chemical symbol for gold is', '1, 2, 3, 4, 5,'];
 const kTokens = 32;
 
 // `runnel run` ends its output with one newline of its own.
@@ -66,11 +68,13 @@ describe('runnel-llm in Node', () => {
     assert.equal(i.weightsResidentBytes >= i.fileBytes, true);
   });
 
-  // SIMD128 against native AVX2 (the kernels users get on each side). SmolLM2's
+  // SIMD128 against native SIMD (the kernels users get on each side). SmolLM2's
   // greedy path is sensitive to last-bit differences in dot products (see
-  // tests/parity/greedy.test.mjs): native ref and native AVX2 agree on only 3 of 10
-  // plain prompts over 32 tokens. This prompt has clear margins on every ISA; the
-  // exact comparison of the whole pipeline is the ref suite below (same kernels).
+  // tests/parity/greedy.test.mjs): over 32 tokens, wasm SIMD128 and native AVX2 (with
+  // its batched prefill products) agreed on 3 of 15 plain prompts, native ref and
+  // native AVX2 on a similar share. These prompts agreed on every kernel set; the exact
+  // comparison of the whole pipeline is the ref suite below (same kernels). When a
+  // kernel change moves them, re-measure over a list of prompts rather than tuning one.
   for (const prompt of kRobustPrompts) {
     test(`greedy text equals native runnel run: ${JSON.stringify(prompt)}`, async () => {
       const session = model.createSession();

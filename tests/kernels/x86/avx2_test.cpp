@@ -365,6 +365,94 @@ TEST_CASE("AVX2 F32, F16 and BF16 dots match ref", "[avx2]") {
   }
 }
 
+// ---------------------------------------------------------------- batched products (gemm)
+
+// Runs the table's gemm for `rows` (nr weight rows) against `acts` (nc activation rows)
+// through the activation format's packing, and checks every output against ref's
+// vec_dot with check_dot's bound. Cells outside the nr x nc tile must stay untouched.
+void check_gemm(const KernelTable& avx2, GgmlType wt, const std::vector<std::vector<uint8_t>>& rows,
+                const std::vector<std::vector<uint8_t>>& acts, int64_t n) {
+  const GgmlType at = avx2.of(wt).vec_dot_type;
+  const TypeKernels& ak = avx2.of(at);
+  const auto nr = static_cast<int>(rows.size());
+  const auto nc = static_cast<int>(acts.size());
+  const size_t w_stride = row_bytes(wt, n);
+  const size_t a_stride = row_bytes(at, n);
+  std::vector<uint8_t> w, a;
+  for (const auto& r : rows) w.insert(w.end(), r.begin(), r.end());
+  for (const auto& c : acts) a.insert(a.end(), c.begin(), c.end());
+  std::vector<uint8_t> packed(ak.gemm_pack_bytes(n));
+  ak.gemm_pack(n, a.data(), a_stride, nc, packed.data());
+  const size_t out_stride = static_cast<size_t>(nr) + 3;
+  std::vector<float> out(static_cast<size_t>(kGemmCols) * out_stride, -7.0f);
+  avx2.of(wt).gemm(n, w.data(), w_stride, nr, packed.data(), nc, out.data(), out_stride);
+  for (int c = 0; c < kGemmCols; ++c) {
+    for (size_t r = 0; r < out_stride; ++r) {
+      const float got = out[static_cast<size_t>(c) * out_stride + r];
+      INFO("row " << r << " of " << nr << ", token " << c << " of " << nc);
+      if (c >= nc || r >= static_cast<size_t>(nr)) {
+        CHECK(got == -7.0f);
+        continue;
+      }
+      const auto& wr = rows[r];
+      const auto& ac = acts[static_cast<size_t>(c)];
+      const float expected = ref_kernels().of(wt).vec_dot(n, wr.data(), ac.data());
+      const double bound = 1e-5 * dot_magnitude(wt, wr, ac, n) + 1e-30;
+      INFO("ref " << expected << ", gemm " << got << ", bound " << bound);
+      REQUIRE(std::isfinite(expected));
+      CHECK(std::fabs(static_cast<double>(got) - expected) <= bound);
+    }
+  }
+}
+
+const GgmlType kGemmWeightTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K,
+                                     GgmlType::Q6_K};
+
+TEST_CASE("AVX2 gemm tiles match ref's vec_dot on random rows, every tile shape", "[avx2]") {
+  const KernelTable* avx2 = avx2_or_warn();
+  if (avx2 == nullptr) return;
+  for (GgmlType wt : kGemmWeightTypes) {
+    REQUIRE(avx2->of(wt).gemm != nullptr);
+    const GgmlType at = avx2->of(wt).vec_dot_type;
+    REQUIRE(avx2->of(at).gemm_pack != nullptr);
+    const bool k_quant = traits(wt).block_size == kQK_K;
+    for (int64_t n : k_quant ? kLengths : kLegacyLengths) {
+      for (int nr = 1; nr <= kGemmRows; ++nr) {
+        for (int nc : {1, 3, kGemmCols}) {
+          INFO("type " << traits(wt).name << ", n " << n << ", nr " << nr << ", nc " << nc);
+          Rng rng(static_cast<uint64_t>(n) * 131 + static_cast<uint64_t>(nr) * 17 + static_cast<uint64_t>(nc));
+          std::vector<std::vector<uint8_t>> rows, acts;
+          for (int r = 0; r < nr; ++r) rows.push_back(test::quantize(wt, make_row(r % 2 ? RowKind::kHeavy : RowKind::kBell, rng, n)));
+          for (int c = 0; c < nc; ++c) {
+            const RowKind kind = c == 1 ? RowKind::kSignTie : c == 2 ? RowKind::kOneHot : RowKind::kBell;
+            acts.push_back(test::quantize(at, make_row(kind, rng, n)));
+          }
+          check_gemm(*avx2, wt, rows, acts, n);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("AVX2 gemm tiles match ref on adversarial blocks", "[avx2]") {
+  const KernelTable* avx2 = avx2_or_warn();
+  if (avx2 == nullptr) return;
+  for (GgmlType wt : kGemmWeightTypes) {
+    const GgmlType at = avx2->of(wt).vec_dot_type;
+    const int64_t n = traits(wt).block_size == kQK_K ? 768 : 96;
+    for (int extreme = 0; extreme < 2; ++extreme) {
+      INFO("type " << traits(wt).name << ", extreme activations " << extreme);
+      Rng rng(77 + static_cast<uint64_t>(extreme));
+      // rows: random bytes, all 0x00 (lowest quants, zero points at their most negative),
+      // all 0xFF (max scales and quants), random again
+      std::vector<std::vector<uint8_t>> rows, acts;
+      for (int mode : {0, 1, 2, 0}) rows.push_back(raw_weight_row(wt, n, rng, mode));
+      for (int c = 0; c < kGemmCols; ++c) acts.push_back(raw_activation_row(at, n, rng, extreme != 0));
+      check_gemm(*avx2, wt, rows, acts, n);
+    }
+  }
+}
+
 // ---------------------------------------------------------------- table and dispatch
 
 TEST_CASE("The AVX2 table is the ref table with the AVX2 entries swapped in", "[avx2]") {
