@@ -27,6 +27,7 @@
 #include "kernels/ref/k_quants_common.h"
 #include "kernels/x86/avx2.h"
 #include "kernels/x86/avx2_common.h"
+#include "kernels/x86/gemm_packed.h"
 
 namespace runnel::avx2 {
 
@@ -43,27 +44,9 @@ namespace {
 constexpr int kCols = kGemmCols;  // one int32 lane per token
 static_assert(kCols == 8, "one 256-bit vector of int32 lanes per packed group");
 
-// ---------------------------------------------------------------- packed activations
-
-// One 32-element block of 8 tokens: q[k][c] = elements 4k .. 4k + 3 of token c.
-struct PackedQ8_0 {
-  float d[kCols];
-  int32_t sum[kCols];  // sum of the token's 32 quants (for weight offsets)
-  int8_t q[kQK / 4][kCols][4];
-};
-struct PackedQ8_1 {
-  float d[kCols];
-  float s[kCols];  // the block's s = d * sum(q), as Q8_1 stores it (f16)
-  int8_t q[kQK / 4][kCols][4];
-};
-// One 256-element super-block of 8 tokens. bsums[p][c] = the token's sums of 16-element
-// groups 2p and 2p + 1 as an int16 pair, so one madd applies two group scales at once.
-struct PackedQ8_K {
-  float d[kCols];
-  int16_t bsums[kQK_K / 32][kCols][2];
-  int8_t q[kQK_K / 4][kCols][4];
-};
-static_assert(sizeof(PackedQ8_0) == 320 && sizeof(PackedQ8_1) == 320 && sizeof(PackedQ8_K) == 2336);
+using gemm::PackedQ8_0;
+using gemm::PackedQ8_1;
+using gemm::PackedQ8_K;
 
 template <typename Block>
 const Block* token_row(const void* a, size_t a_stride, int c) {
