@@ -37,7 +37,7 @@ struct TypeKernels {
 };
 
 // Tile limits of TypeKernels::gemm / gemm_pack.
-constexpr int kGemmRows = 4;
+constexpr int kGemmRows = 8;
 constexpr int kGemmCols = 8;
 
 struct KernelTable {

@@ -1,5 +1,5 @@
 // AVX2 batched products for prefill (TypeKernels::gemm / gemm_pack, kernels/kernels.h):
-// up to 4 weight rows against a group of 8 activation rows (tokens) at once.
+// 4 weight rows at a time against a group of 8 activation rows (tokens).
 //
 // Why a different layout: vec_dot spends most of its time per block on work that does
 // not depend on the token (unpacking nibbles, sign fixes, scale conversion and the
@@ -50,7 +50,8 @@ using gemm::PackedQ8_K;
 
 template <typename Block>
 const Block* token_row(const void* a, size_t a_stride, int c) {
-  return reinterpret_cast<const Block*>(static_cast<const uint8_t*>(a) + static_cast<size_t>(c) * a_stride);
+  return reinterpret_cast<const Block*>(static_cast<const uint8_t*>(a) +
+                                        static_cast<size_t>(c) * a_stride);
 }
 
 // The quant bytes of one token's block into column c of a packed group.
@@ -73,7 +74,8 @@ inline __m256i bcast4(const uint8_t* p) {
 // pairs per token. Exact while 8 * 2 * w_max * 127 <= 32767, i.e. w <= 16: 4-bit quants.
 inline __m256i dot32_small(const uint8_t* w, const __m256i* a) {
   __m256i s = _mm256_maddubs_epi16(bcast4(w), a[0]);
-  for (int k = 1; k < 8; ++k) s = _mm256_add_epi16(s, _mm256_maddubs_epi16(bcast4(w + 4 * k), a[k]));
+  for (int k = 1; k < 8; ++k)
+    s = _mm256_add_epi16(s, _mm256_maddubs_epi16(bcast4(w + 4 * k), a[k]));
   return s;
 }
 
@@ -87,7 +89,8 @@ inline void store_tile(const __m256* acc, int nr, int nc, float* out, size_t out
 
 template <typename Block>
 const Block* weight_row(const void* w, size_t w_stride, int r) {
-  return reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w) + static_cast<size_t>(r) * w_stride);
+  return reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w) +
+                                        static_cast<size_t>(r) * w_stride);
 }
 
 // ---------------------------------------------------------------- weight kernels
@@ -106,11 +109,13 @@ void gemm_q4_0_rows(int64_t n, const void* w, size_t w_stride, const void* packe
     for (int k = 0; k < 8; ++k) a[k] = load_32(p[b].q[k]);
     const __m256 da = _mm256_loadu_ps(p[b].d);
     // dot(q - 8, a) = dot(q, a) - 8 * sum(a)
-    const __m256i offset = _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[b].sum)), 3);
+    const __m256i offset =
+        _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[b].sum)), 3);
     for (int r = 0; r < NR; ++r) {
       _mm256_store_si256(reinterpret_cast<__m256i*>(q), unpack_nibbles_16(x[r][b].qs));
       const __m256i pairs = dot32_small(q, a);  // |pair sums| <= 8 * 2 * 15 * 127 = 30480
-      const __m256i lanes = _mm256_sub_epi32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)), offset);
+      const __m256i lanes =
+          _mm256_sub_epi32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)), offset);
       const __m256 d = _mm256_mul_ps(da, _mm256_set1_ps(f16(x[r][b].d)));
       acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lanes), acc[r]);
     }
@@ -165,7 +170,8 @@ void gemm_q8_0_rows(int64_t n, const void* w, size_t w_stride, const void* packe
       // |w| against a with w's sign: pair sums <= 2 * 127 * 127, one step per madd.
       __m256i lanes = _mm256_setzero_si256();
       for (int k = 0; k < 8; ++k) {
-        const __m256i signed_a = _mm256_sign_epi8(a[k], bcast4(reinterpret_cast<const uint8_t*>(qw) + 4 * k));
+        const __m256i signed_a =
+            _mm256_sign_epi8(a[k], bcast4(reinterpret_cast<const uint8_t*>(qw) + 4 * k));
         const __m256i pairs = _mm256_maddubs_epi16(bcast4(qabs + 4 * k), signed_a);
         lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(pairs, ones));
       }
@@ -254,7 +260,8 @@ void gemm_q6_k_rows(int64_t n, const void* w, size_t w_stride, const void* packe
       for (int pg = 0; pg < 8; ++pg) {
         const int32_t pair = static_cast<int32_t>(static_cast<uint16_t>(sc[2 * pg])) |
                              (static_cast<int32_t>(sc[2 * pg + 1]) * 65536);
-        off = _mm256_add_epi32(off, _mm256_madd_epi16(load_32(p[b].bsums[pg]), _mm256_set1_epi32(pair)));
+        off = _mm256_add_epi32(off,
+                               _mm256_madd_epi16(load_32(p[b].bsums[pg]), _mm256_set1_epi32(pair)));
       }
       isum[r] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(off, 5));
     }
@@ -274,7 +281,8 @@ void gemm_q6_k_rows(int64_t n, const void* w, size_t w_stride, const void* packe
             _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql_b, 4), low4),
                             _mm256_srli_epi16(_mm256_and_si256(qh, _mm256_set1_epi8(-64)), 2)),
         };
-        for (int k = 0; k < 4; ++k) _mm256_store_si256(reinterpret_cast<__m256i*>(q[r] + 32 * k), v[k]);
+        for (int k = 0; k < 4; ++k)
+          _mm256_store_si256(reinterpret_cast<__m256i*>(q[r] + 32 * k), v[k]);
       }
       for (int k = 0; k < 4; ++k) {  // elements 32k .. 32k + 31 of the half: groups g, g + 1
         __m256i a[8];
@@ -309,17 +317,29 @@ void gemm_q6_k_rows(int64_t n, const void* w, size_t w_stride, const void* packe
 
 using RowsFn = void (*)(int64_t, const void*, size_t, const void*, int, float*, size_t);
 
-// Runs nr rows (1 .. kGemmRows) through the NR-row instantiation.
-inline void dispatch_rows(const RowsFn (&fns)[kGemmRows], int64_t n, const void* w, size_t w_stride,
+// Up to 4 rows per pass (16 ymm registers hold 8 activation vectors and 4 accumulators);
+// longer runs go in passes of 4 over the same packed group.
+constexpr int kMaxRows = 4;
+
+inline void dispatch_rows(const RowsFn (&fns)[kMaxRows], int64_t n, const void* w, size_t w_stride,
                           int nr, const void* packed, int nc, float* out, size_t out_stride) {
-  fns[nr - 1](n, w, w_stride, packed, nc, out, out_stride);
+  for (int r = 0; r < nr; r += kMaxRows) {
+    const int rows = nr - r < kMaxRows ? nr - r : kMaxRows;
+    fns[rows - 1](n, static_cast<const uint8_t*>(w) + static_cast<size_t>(r) * w_stride, w_stride,
+                  packed, nc, out + r, out_stride);
+  }
 }
 
-constexpr RowsFn kQ4_0[kGemmRows] = {gemm_q4_0_rows<1>, gemm_q4_0_rows<2>, gemm_q4_0_rows<3>, gemm_q4_0_rows<4>};
-constexpr RowsFn kQ4_1[kGemmRows] = {gemm_q4_1_rows<1>, gemm_q4_1_rows<2>, gemm_q4_1_rows<3>, gemm_q4_1_rows<4>};
-constexpr RowsFn kQ8_0[kGemmRows] = {gemm_q8_0_rows<1>, gemm_q8_0_rows<2>, gemm_q8_0_rows<3>, gemm_q8_0_rows<4>};
-constexpr RowsFn kQ4_K[kGemmRows] = {gemm_q4_k_rows<1>, gemm_q4_k_rows<2>, gemm_q4_k_rows<3>, gemm_q4_k_rows<4>};
-constexpr RowsFn kQ6_K[kGemmRows] = {gemm_q6_k_rows<1>, gemm_q6_k_rows<2>, gemm_q6_k_rows<3>, gemm_q6_k_rows<4>};
+constexpr RowsFn kQ4_0[kMaxRows] = {gemm_q4_0_rows<1>, gemm_q4_0_rows<2>, gemm_q4_0_rows<3>,
+                                    gemm_q4_0_rows<4>};
+constexpr RowsFn kQ4_1[kMaxRows] = {gemm_q4_1_rows<1>, gemm_q4_1_rows<2>, gemm_q4_1_rows<3>,
+                                    gemm_q4_1_rows<4>};
+constexpr RowsFn kQ8_0[kMaxRows] = {gemm_q8_0_rows<1>, gemm_q8_0_rows<2>, gemm_q8_0_rows<3>,
+                                    gemm_q8_0_rows<4>};
+constexpr RowsFn kQ4_K[kMaxRows] = {gemm_q4_k_rows<1>, gemm_q4_k_rows<2>, gemm_q4_k_rows<3>,
+                                    gemm_q4_k_rows<4>};
+constexpr RowsFn kQ6_K[kMaxRows] = {gemm_q6_k_rows<1>, gemm_q6_k_rows<2>, gemm_q6_k_rows<3>,
+                                    gemm_q6_k_rows<4>};
 
 }  // namespace
 

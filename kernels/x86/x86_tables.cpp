@@ -2,6 +2,7 @@
 // checks the CPU. Compiled for baseline x86-64 (no -mavx2): everything here must run on
 // any x86-64 CPU, since it decides whether the AVX2 code may run at all.
 #include "kernels/x86/avx2.h"
+#include "kernels/x86/avx512_gemm.h"
 #include "kernels/x86/x86.h"
 
 namespace runnel {
@@ -85,10 +86,50 @@ const FloatOps* avx2_float_ops() {
 }  // namespace runnel
 
 namespace runnel {
+namespace {
 
-// AVX-512: not filled yet (the AVX2 set is chosen).
-bool cpu_has_avx512() { return false; }
-const KernelTable* avx512_kernels() { return nullptr; }
-const FloatOps* avx512_float_ops() { return nullptr; }
+// The AVX-512 set: the AVX2 table with the AVX-512 VNNI entries swapped in (so far the
+// batched prefill products; the per-token dots and float ops are the AVX2 ones).
+KernelTable build_avx512_table(const KernelTable& avx2_table) {
+  KernelTable t = avx2_table;
+  t.isa = "avx512";
+  auto gemm = [&t](GgmlType type,
+                   void (*fn)(int64_t, const void*, size_t, int, const void*, int, float*, size_t)) {
+    t.types[static_cast<uint32_t>(type)].gemm = fn;
+  };
+  using G = GgmlType;
+  gemm(G::Q4_0, avx512::gemm_q4_0);
+  gemm(G::Q4_1, avx512::gemm_q4_1);
+  gemm(G::Q8_0, avx512::gemm_q8_0);
+  gemm(G::Q4_K, avx512::gemm_q4_k);
+  gemm(G::Q6_K, avx512::gemm_q6_k);
+  return t;
+}
+
+}  // namespace
+
+bool cpu_has_avx512() {
+  // __builtin_cpu_supports also checks that the OS saves the ZMM / mask registers.
+  static const bool has = cpu_has_avx2() && __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
+  return has;
+}
+
+const KernelTable* avx512_kernels() {
+  if (!cpu_has_avx512()) return nullptr;
+  static const KernelTable table = build_avx512_table(*avx2_kernels());
+  return &table;
+}
+
+const FloatOps* avx512_float_ops() {
+  if (!cpu_has_avx512()) return nullptr;
+  static const FloatOps ops = [] {
+    FloatOps o = *avx2_float_ops();
+    o.isa = "avx512";
+    return o;
+  }();
+  return &ops;
+}
 
 }  // namespace runnel

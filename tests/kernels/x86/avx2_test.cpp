@@ -234,10 +234,9 @@ void check_dot(const KernelTable& avx2, GgmlType wt, const std::vector<uint8_t>&
   CHECK(std::fabs(static_cast<double>(got) - expected) <= bound);
 }
 
-const GgmlType kQuantWeightTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
-                                      GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q4_K,
-                                      GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q5_K,
-                                      GgmlType::Q6_K};
+const GgmlType kQuantWeightTypes[] = {
+    GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
+    GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 TEST_CASE("AVX2 quantized dots match ref on quantized random rows", "[avx2]") {
   const KernelTable* avx2 = avx2_or_warn();
@@ -408,47 +407,100 @@ void check_gemm(const KernelTable& avx2, GgmlType wt, const std::vector<std::vec
 const GgmlType kGemmWeightTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K,
                                      GgmlType::Q6_K};
 
-TEST_CASE("AVX2 gemm tiles match ref's vec_dot on random rows, every tile shape", "[avx2]") {
-  const KernelTable* avx2 = avx2_or_warn();
-  if (avx2 == nullptr) return;
-  for (GgmlType wt : kGemmWeightTypes) {
-    REQUIRE(avx2->of(wt).gemm != nullptr);
-    const GgmlType at = avx2->of(wt).vec_dot_type;
-    REQUIRE(avx2->of(at).gemm_pack != nullptr);
-    const bool k_quant = traits(wt).block_size == kQK_K;
-    for (int64_t n : k_quant ? kLengths : kLegacyLengths) {
-      for (int nr = 1; nr <= kGemmRows; ++nr) {
-        for (int nc : {1, 3, kGemmCols}) {
-          INFO("type " << traits(wt).name << ", n " << n << ", nr " << nr << ", nc " << nc);
-          Rng rng(static_cast<uint64_t>(n) * 131 + static_cast<uint64_t>(nr) * 17 + static_cast<uint64_t>(nc));
-          std::vector<std::vector<uint8_t>> rows, acts;
-          for (int r = 0; r < nr; ++r) rows.push_back(test::quantize(wt, make_row(r % 2 ? RowKind::kHeavy : RowKind::kBell, rng, n)));
-          for (int c = 0; c < nc; ++c) {
-            const RowKind kind = c == 1 ? RowKind::kSignTie : c == 2 ? RowKind::kOneHot : RowKind::kBell;
-            acts.push_back(test::quantize(at, make_row(kind, rng, n)));
+// The AVX2 table and, on CPUs with AVX-512 VNNI, the AVX-512 one (its own gemm kernels
+// over the same packed groups).
+std::vector<const KernelTable*> gemm_tables() {
+  std::vector<const KernelTable*> tables;
+  if (const KernelTable* t = avx2_or_warn()) tables.push_back(t);
+  if (const KernelTable* t = avx512_kernels()) {
+    tables.push_back(t);
+  } else {
+    WARN("CPU lacks AVX-512 F/BW/VL/DQ/VNNI: AVX-512 gemm tests skipped");
+  }
+  return tables;
+}
+
+TEST_CASE("AVX2 and AVX-512 gemm tiles match ref's vec_dot on random rows, every tile shape",
+          "[avx2]") {
+  for (const KernelTable* avx2 : gemm_tables()) {
+    INFO("kernel set " << avx2->isa);
+    for (GgmlType wt : kGemmWeightTypes) {
+      REQUIRE(avx2->of(wt).gemm != nullptr);
+      const GgmlType at = avx2->of(wt).vec_dot_type;
+      REQUIRE(avx2->of(at).gemm_pack != nullptr);
+      const bool k_quant = traits(wt).block_size == kQK_K;
+      for (int64_t n : k_quant ? kLengths : kLegacyLengths) {
+        for (int nr = 1; nr <= kGemmRows; ++nr) {
+          for (int nc : {1, 3, kGemmCols}) {
+            INFO("type " << traits(wt).name << ", n " << n << ", nr " << nr << ", nc " << nc);
+            Rng rng(static_cast<uint64_t>(n) * 131 + static_cast<uint64_t>(nr) * 17 +
+                    static_cast<uint64_t>(nc));
+            std::vector<std::vector<uint8_t>> rows, acts;
+            for (int r = 0; r < nr; ++r)
+              rows.push_back(
+                  test::quantize(wt, make_row(r % 2 ? RowKind::kHeavy : RowKind::kBell, rng, n)));
+            for (int c = 0; c < nc; ++c) {
+              const RowKind kind = c == 1   ? RowKind::kSignTie
+                                   : c == 2 ? RowKind::kOneHot
+                                            : RowKind::kBell;
+              acts.push_back(test::quantize(at, make_row(kind, rng, n)));
+            }
+            check_gemm(*avx2, wt, rows, acts, n);
           }
-          check_gemm(*avx2, wt, rows, acts, n);
         }
       }
     }
   }
 }
 
-TEST_CASE("AVX2 gemm tiles match ref on adversarial blocks", "[avx2]") {
-  const KernelTable* avx2 = avx2_or_warn();
-  if (avx2 == nullptr) return;
-  for (GgmlType wt : kGemmWeightTypes) {
-    const GgmlType at = avx2->of(wt).vec_dot_type;
-    const int64_t n = traits(wt).block_size == kQK_K ? 768 : 96;
-    for (int extreme = 0; extreme < 2; ++extreme) {
-      INFO("type " << traits(wt).name << ", extreme activations " << extreme);
-      Rng rng(77 + static_cast<uint64_t>(extreme));
-      // rows: random bytes, all 0x00 (lowest quants, zero points at their most negative),
-      // all 0xFF (max scales and quants), random again
-      std::vector<std::vector<uint8_t>> rows, acts;
-      for (int mode : {0, 1, 2, 0}) rows.push_back(raw_weight_row(wt, n, rng, mode));
-      for (int c = 0; c < kGemmCols; ++c) acts.push_back(raw_activation_row(at, n, rng, extreme != 0));
-      check_gemm(*avx2, wt, rows, acts, n);
+TEST_CASE("AVX2 and AVX-512 gemm tiles match ref on adversarial blocks", "[avx2]") {
+  for (const KernelTable* avx2 : gemm_tables()) {
+    INFO("kernel set " << avx2->isa);
+    for (GgmlType wt : kGemmWeightTypes) {
+      const GgmlType at = avx2->of(wt).vec_dot_type;
+      const int64_t n = traits(wt).block_size == kQK_K ? 768 : 96;
+      for (int extreme = 0; extreme < 2; ++extreme) {
+        INFO("type " << traits(wt).name << ", extreme activations " << extreme);
+        Rng rng(77 + static_cast<uint64_t>(extreme));
+        // rows: random bytes, all 0x00 (lowest quants, zero points at their most negative),
+        // all 0xFF (max scales and quants), random again
+        std::vector<std::vector<uint8_t>> rows, acts;
+        for (int mode : {0, 1, 2, 0}) rows.push_back(raw_weight_row(wt, n, rng, mode));
+        for (int c = 0; c < kGemmCols; ++c)
+          acts.push_back(raw_activation_row(at, n, rng, extreme != 0));
+        check_gemm(*avx2, wt, rows, acts, n);
+      }
+    }
+  }
+}
+
+TEST_CASE("Hand-checked gemm tiles: Q8_0 weights at -128 and 127 (the AVX-512 a + 128 trick)",
+          "[avx2]") {
+  for (const KernelTable* t : gemm_tables()) {
+    INFO("kernel set " << t->isa);
+    // rows: all -128, all 127, alternating; tokens: all 127, all -127, zero, d = 2
+    ref::BlockQ8_0 w[3]{}, a[3]{};
+    for (int j = 0; j < 32; ++j) {
+      w[0].qs[j] = -128;
+      w[1].qs[j] = 127;
+      w[2].qs[j] = static_cast<int8_t>(j % 2 ? 127 : -128);
+      a[0].qs[j] = 127;
+      a[1].qs[j] = -127;
+    }
+    for (auto& b : w) b.d = 0x3C00;  // 1.0
+    for (auto& b : a) b.d = 0x4000;  // 2.0
+    std::vector<uint8_t> packed(t->of(GgmlType::Q8_0).gemm_pack_bytes(32));
+    t->of(GgmlType::Q8_0).gemm_pack(32, a, sizeof a[0], 3, packed.data());
+    float out[3][3];
+    t->of(GgmlType::Q8_0).gemm(32, w, sizeof w[0], 3, packed.data(), 3, &out[0][0], 3);
+    const float expect[3][3] = {{-128.f * 127 * 64, 127.f * 127 * 64, -16.f * 127 * 2},
+                                {128.f * 127 * 64, -127.f * 127 * 64, 16.f * 127 * 2},
+                                {0, 0, 0}};
+    for (int c = 0; c < 3; ++c) {
+      for (int r = 0; r < 3; ++r) {
+        INFO("token " << c << ", row " << r);
+        CHECK(out[c][r] == expect[c][r]);
+      }
     }
   }
 }
@@ -475,7 +527,34 @@ TEST_CASE("The AVX2 table is the ref table with the AVX2 entries swapped in", "[
   CHECK(avx2_float_ops()->isa == "avx2");
 }
 
-TEST_CASE("select_kernels picks AVX2 automatically and can still force ref", "[avx2]") {
+TEST_CASE("The AVX-512 table is the AVX2 table with the VNNI gemm entries swapped in", "[avx2]") {
+  const KernelTable* avx512 = avx512_kernels();
+  if (avx512 == nullptr) {
+    WARN("CPU lacks AVX-512 F/BW/VL/DQ/VNNI: AVX-512 table test skipped");
+    CHECK_FALSE(select_kernels("avx512"));
+    return;
+  }
+  const KernelTable* avx2 = avx2_kernels();
+  REQUIRE(avx2 != nullptr);
+  CHECK(avx512->isa == "avx512");
+  int replaced = 0;
+  for (uint32_t id = 0; id < kGgmlTypeIdLimit; ++id) {
+    const TypeKernels& a = avx2->types[id];
+    const TypeKernels& x = avx512->types[id];
+    INFO("type id " << id);
+    CHECK(x.vec_dot == a.vec_dot);
+    CHECK(x.quantize_row == a.quantize_row);
+    CHECK(x.gemm_pack == a.gemm_pack);
+    CHECK((x.gemm == nullptr) == (a.gemm == nullptr));
+    replaced += x.gemm != a.gemm;
+  }
+  CHECK(replaced == 5);  // Q4_0, Q4_1, Q8_0, Q4_K, Q6_K
+  REQUIRE(avx512_float_ops() != nullptr);
+  CHECK(avx512_float_ops()->isa == "avx512");
+}
+
+TEST_CASE("select_kernels picks the widest x86 set automatically and can still force ref",
+          "[avx2]") {
   const KernelTable* avx2 = avx2_or_warn();
   if (avx2 == nullptr) {
     CHECK_FALSE(select_kernels("avx2"));
@@ -483,9 +562,14 @@ TEST_CASE("select_kernels picks AVX2 automatically and can still force ref", "[a
   }
   CHECK(cpu_has_avx2());
   CHECK(select_kernels(""));
-  CHECK(&kernels() == avx2);
-  CHECK(kernels().isa == "avx2");
-  CHECK(float_ops().isa == "avx2");
+  const KernelTable* best = cpu_has_avx512() ? avx512_kernels() : avx2;
+  CHECK(&kernels() == best);
+  CHECK(kernels().isa == (cpu_has_avx512() ? "avx512" : "avx2"));
+  CHECK(float_ops().isa == kernels().isa);
+  if (cpu_has_avx512()) {
+    CHECK(select_kernels("avx512"));
+    CHECK(&kernels() == avx512_kernels());
+  }
   CHECK(select_kernels("ref"));
   CHECK(&kernels() == &ref_kernels());
   CHECK(&float_ops() == &ref_float_ops());
