@@ -34,11 +34,35 @@ struct TypeKernels {
   void (*gemm_pack)(int64_t n, const void* a, size_t a_stride, int nc, void* packed) = nullptr;
   void (*gemm)(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
                float* out, size_t out_stride) = nullptr;
+
+  // Optional row-interleaved layout ("x8"), for weights resident for the model's life:
+  // repack_x8 rewrites 8 rows of n elements (row_stride apart) into one group of
+  // x8_group_bytes() (8 * row bytes unless x8_block_bytes says otherwise) in which the
+  // ISA's lanes are the rows. gemm_x8 dots
+  // one group with up to kGemmCols activation rows in the vec_dot_type format (a_stride
+  // apart): out[c * out_stride + r] = vec_dot(n, row r, a_c) for all 8 rows and c < nc,
+  // within vec_dot's bounds. a_sums: for Q8_0 activations, the sums of every 32-quant
+  // block (n / 32 per row, rows one after the other; block_sums of the Q8_0 entry).
+  void (*repack_x8)(int64_t n, const void* rows, size_t row_stride, void* group) = nullptr;
+  void (*gemm_x8)(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums,
+                  int nc, float* out, size_t out_stride) = nullptr;
+  // Bytes of one block column of an x8 group (the 8 rows' block b); 0: 8 * the type's
+  // block bytes. Layouts that unpack scales for the lanes take a little more.
+  uint32_t x8_block_bytes = 0;
+  // On activation formats that gemm_x8 needs them for: sums of each 32-quant block.
+  void (*block_sums)(int64_t n, const void* a, int32_t* sums) = nullptr;
 };
 
-// Tile limits of TypeKernels::gemm / gemm_pack.
+// Tile limits of TypeKernels::gemm / gemm_pack; kX8Rows rows per repack_x8 group.
+constexpr int kX8Rows = 8;
 constexpr int kGemmRows = 8;
 constexpr int kGemmCols = 8;
+
+// Bytes of one x8 group (kX8Rows rows of n elements of `type`) in the layout of `k`.
+inline size_t x8_group_bytes(const TypeKernels& k, GgmlType type, int64_t n) {
+  if (k.x8_block_bytes == 0) return kX8Rows * row_bytes(type, n);
+  return static_cast<size_t>(n / traits(type).block_size) * k.x8_block_bytes;
+}
 
 struct KernelTable {
   std::string_view isa = "ref";

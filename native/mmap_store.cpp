@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace runnel {
 namespace {
@@ -62,6 +64,7 @@ void MmapStore::map_file(const std::string& path) {
 }
 
 MmapStore::~MmapStore() {
+  for (const auto& [addr, n_bytes] : copies_) ::munmap(addr, n_bytes);
   for (const Mapping& m : maps_) {
     ::munmap(m.addr, m.n_bytes);
     if (m.fd >= 0) ::close(m.fd);
@@ -137,6 +140,36 @@ void MmapStore::release(int layer) {
     if (m.fd >= 0) (void)::posix_fadvise(m.fd, static_cast<off_t>(begin), static_cast<off_t>(end - begin),
                                          POSIX_FADV_DONTNEED);
   }
+}
+
+uint8_t* MmapStore::copy_space(const GgufTensorInfo& tensor, size_t n_bytes) {
+  const int layer = layer_of_tensor(tensor.name);
+  if (layer >= 0 && static_cast<size_t>(layer) < streamed_.size() && streamed_[layer]) return nullptr;
+  if (n_bytes == 0) return nullptr;
+  void* addr = ::mmap(nullptr, n_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (addr == MAP_FAILED) {
+    throw std::runtime_error("out of memory: cannot allocate " + std::to_string(n_bytes) + " bytes for tensor '" +
+                             tensor.name + "'");
+  }
+  (void)::madvise(addr, n_bytes, MADV_HUGEPAGE);  // fewer TLB misses; a hint only
+  copies_.emplace_back(addr, n_bytes);
+  return static_cast<uint8_t*>(addr);
+}
+
+void MmapStore::drop(const GgufTensorInfo& tensor) {
+  const Mapping& m = maps_.at(tensor.file_index);
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t start = model_.files[tensor.file_index].data_offset() + tensor.offset;
+  // Whole pages inside the tensor only: a page shared with a neighbour stays.
+  const uint64_t begin = (start + page - 1) / page * page;
+  const uint64_t end = (start + tensor.n_bytes) / page * page;
+  if (end > begin) (void)::madvise(static_cast<uint8_t*>(m.addr) + begin, end - begin, MADV_DONTNEED);
+}
+
+uint64_t MmapStore::copy_bytes() const {
+  uint64_t total = 0;
+  for (const auto& c : copies_) total += c.second;
+  return total;
 }
 
 }  // namespace runnel

@@ -43,6 +43,13 @@ class MmapStore : public WeightStore {
   bool streaming() const { return !streamed_.empty(); }
   void acquire(int layer) override;
   void release(int layer) override;
+  // Copies of tensors of layers that stay resident live in anonymous memory (transparent
+  // huge pages asked for: the copies are read whole every token); drop() then releases
+  // the tensor's pages of the mapping.
+  uint8_t* copy_space(const GgufTensorInfo& tensor, size_t n_bytes) override;
+  void drop(const GgufTensorInfo& tensor) override;
+  // Bytes held in copies (resident in place of their tensors' mapped pages).
+  uint64_t copy_bytes() const;
 
   // The whole mapping of file `file_index` of the model (diagnostics and tests).
   std::span<const uint8_t> mapped_bytes(size_t file_index) const;
@@ -67,6 +74,7 @@ class MmapStore : public WeightStore {
   GgufModel model_;
   std::map<int, std::vector<Range>> layer_ranges_;
   std::vector<bool> streamed_;  // per layer: released after use
+  std::vector<std::pair<void*, size_t>> copies_;  // anonymous mappings from copy_space
 };
 
 }  // namespace runnel

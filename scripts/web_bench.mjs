@@ -80,7 +80,7 @@ try {
     for (const threads of threadList) {
       const openPage = async () => {
         const page = await browser.newPage();
-        page.on('pageerror', (e) => console.error('page error:', e.message));
+        page.on('pageerror', (e) => console.error('page error:', e.message)); page.on('console', (m) => console.error('console:', m.type(), m.text().slice(0, 300)));
         await page.goto(`${server.url}/index.html`);
         await page.waitForFunction(() => window.benchReady === true);
         return page;

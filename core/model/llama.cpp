@@ -71,6 +71,7 @@ LlamaModel::LlamaModel(const ModelConfig& config, WeightStore& store)
   output_norm_ = require(m, "output_norm.weight");
   output_ = config.tied_output ? token_embd_ : require(m, "output.weight");
   store_.acquire(-1);  // tensors outside layers stay resident for the model's life
+  repack_weights();
   if (config.has_rope_freqs) {
     rope_freqs_.resize(config.n_rot / 2);
     dequantize(require(m, "rope_freqs.weight"), rope_freqs_.data());
@@ -82,7 +83,35 @@ LlamaModel::~LlamaModel() {
 }
 
 Matrix LlamaModel::matrix(const GgufTensorInfo* t) {
+  if (const auto it = x8_.find(t); it != x8_.end()) return Matrix{it->second, t->type, t->dims[0], t->dims[1], true};
   return Matrix{store_.tensor_bytes(*t).data(), t->type, t->dims[0], t->dims[1]};
+}
+
+void LlamaModel::repack_weights() {
+  const KernelTable& table = kernels();
+  auto consider = [&](const GgufTensorInfo* t) {
+    if (t == nullptr || t == token_embd_ || x8_.count(t)) return;  // embeddings are looked up by row
+    const TypeKernels& k = table.of(t->type);
+    if (!k.repack_x8 || !k.gemm_x8 || t->dims[1] % kX8Rows != 0) return;
+    const size_t group_bytes = x8_group_bytes(k, t->type, t->dims[0]);
+    const int64_t n_groups = t->dims[1] / kX8Rows;
+    uint8_t* dst = store_.copy_space(*t, group_bytes * static_cast<size_t>(n_groups));
+    if (dst == nullptr) return;
+    const int layer = layer_of_tensor(t->name);
+    store_.acquire(layer);
+    const uint8_t* src = store_.tensor_bytes(*t).data();
+    const size_t rb = row_bytes(t->type, t->dims[0]);
+    for (int64_t g = 0; g < n_groups; ++g) {
+      k.repack_x8(t->dims[0], src + static_cast<size_t>(g) * kX8Rows * rb, rb, dst + static_cast<size_t>(g) * group_bytes);
+    }
+    store_.release(layer);
+    store_.drop(*t);
+    x8_.emplace(t, dst);
+  };
+  for (const LayerTensors& l : layers_) {
+    for (const GgufTensorInfo* t : {l.wq, l.wk, l.wv, l.wo, l.w_gate, l.w_up, l.w_down}) consider(t);
+  }
+  if (output_ != token_embd_) consider(output_);
 }
 
 void LlamaModel::dequantize(const GgufTensorInfo* t, float* dst) {

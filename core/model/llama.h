@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "core/kv/kv_cache.h"
@@ -93,9 +94,13 @@ class LlamaModel {
 
   Matrix matrix(const GgufTensorInfo* t);
   void dequantize(const GgufTensorInfo* t, float* dst);
+  // Rewrites the matrices the kernels have a row-interleaved layout for into copies the
+  // store keeps (WeightStore::copy_space), where the store offers that.
+  void repack_weights();
 
   ModelConfig config_;
   WeightStore& store_;
+  std::unordered_map<const GgufTensorInfo*, const uint8_t*> x8_;  // repacked matrices
   std::vector<LayerTensors> layers_;
   const GgufTensorInfo* token_embd_;
   const GgufTensorInfo* output_norm_;

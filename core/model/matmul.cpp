@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <functional>
+#include <stdexcept>
 
 #include "kernels/kernels.h"
 
@@ -26,7 +27,48 @@ struct PreparedJob {
   void (*gemm)(int64_t, const void*, size_t, int, const void*, int, float*, size_t) = nullptr;
   const uint8_t* packed = nullptr;  // [groups][pack_bytes]
   size_t pack_bytes = 0;
+  // Repacked weights (Matrix::x8): gemm_x8 over the activation rows.
+  void (*gemm_x8)(int64_t, const void*, const void*, size_t, const int32_t*, int, float*, size_t) = nullptr;
+  const int32_t* a_sums = nullptr;  // [n_tokens][n_in / 32] or null
+  size_t x8_group_bytes = 0;
 };
+
+// Rows [r0, r1) of a repacked job for all tokens: whole groups of kX8Rows rows go
+// straight to the output; a group cut by the range is computed aside and copied.
+void run_rows_x8(const PreparedJob& p, int n_tokens, int64_t r0, int64_t r1) {
+  const Matrix& w = p.job->w;
+  float* out = p.job->out;
+  const float* bias = p.job->bias;
+  const size_t group_bytes = p.x8_group_bytes;
+  const int64_t blocks = w.n_in / 32;
+  for (int64_t g = r0 / kX8Rows; g * kX8Rows < r1; ++g) {
+    const int64_t g_row = g * kX8Rows;
+    const int64_t lo = std::max(r0, g_row);
+    const int64_t hi = std::min(r1, g_row + kX8Rows);
+    const uint8_t* group = w.data + static_cast<size_t>(g) * group_bytes;
+    for (int t0 = 0; t0 < n_tokens; t0 += kGemmCols) {
+      const int nc = std::min(kGemmCols, n_tokens - t0);
+      const uint8_t* a = p.act + static_cast<size_t>(t0) * p.act_row_bytes;
+      const int32_t* sums = p.a_sums ? p.a_sums + static_cast<int64_t>(t0) * blocks : nullptr;
+      float* y = out + static_cast<int64_t>(t0) * w.n_out;
+      if (lo == g_row && hi == g_row + kX8Rows) {
+        p.gemm_x8(w.n_in, group, a, p.act_row_bytes, sums, nc, y + g_row, static_cast<size_t>(w.n_out));
+      } else {
+        float part[kGemmCols][kX8Rows];
+        p.gemm_x8(w.n_in, group, a, p.act_row_bytes, sums, nc, &part[0][0], kX8Rows);
+        for (int c = 0; c < nc; ++c) {
+          for (int64_t r = lo; r < hi; ++r) y[static_cast<int64_t>(c) * w.n_out + r] = part[c][r - g_row];
+        }
+      }
+      if (bias) {
+        for (int c = 0; c < nc; ++c) {
+          for (int64_t r = lo; r < hi; ++r) y[static_cast<int64_t>(c) * w.n_out + r] += bias[r];
+        }
+      }
+    }
+  }
+}
+
 
 // Rows [r0, r1) of one job for all tokens, through the batched product.
 void run_rows_gemm(const PreparedJob& p, int n_tokens, int64_t r0, int64_t r1) {
@@ -54,6 +96,10 @@ void run_rows_gemm(const PreparedJob& p, int n_tokens, int64_t r0, int64_t r1) {
 
 // Rows [r0, r1) of one job for all tokens.
 void run_rows(const PreparedJob& p, int n_tokens, int64_t r0, int64_t r1) {
+  if (p.gemm_x8) {
+    run_rows_x8(p, n_tokens, r0, r1);
+    return;
+  }
   if (p.gemm) {
     run_rows_gemm(p, n_tokens, r0, r1);
     return;
@@ -82,7 +128,10 @@ MatmulScratch::MatmulScratch(int n_tokens, size_t max_row_bytes, size_t max_pack
                              ? static_cast<size_t>((n_tokens + kGemmCols - 1) / kGemmCols) * max_pack_bytes
                              : 0),
       bytes_(slot_bytes_ * kMaxFormats),
-      packed_(packed_slot_bytes_ * kMaxFormats) {}
+      packed_(packed_slot_bytes_ * kMaxFormats),
+      // every format takes at least a byte per element: n_in / 32 <= row bytes / 32
+      sums_slot_size_(static_cast<size_t>(n_tokens) * (max_row_bytes / 32 + 1)),
+      sums_(sums_slot_size_ * kMaxFormats) {}
 
 size_t activation_row_bytes(GgmlType weight_type, int64_t n_in) {
   return row_bytes(kernels().of(weight_type).vec_dot_type, n_in);
@@ -105,6 +154,8 @@ void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJ
   GgmlType formats[MatmulScratch::kMaxFormats];
   const uint8_t* format_rows[MatmulScratch::kMaxFormats];
   const uint8_t* format_packed[MatmulScratch::kMaxFormats] = {};  // null: not packed yet
+  const int32_t* format_sums[MatmulScratch::kMaxFormats] = {};     // null: not summed yet
+  bool any_x8 = false;
   int n_formats = 0;
   const int n_groups = (n_tokens + kGemmCols - 1) / kGemmCols;
   int64_t total_rows = 0;
@@ -137,9 +188,26 @@ void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJ
         ++n_formats;
       }
       p.act = format_rows[f];
-      // The batched product, when the kernels have one and the packed groups fit.
       const TypeKernels& ak = table.of(fmt);
-      if (k.gemm && ak.gemm_pack && n_tokens >= kMinGemmTokens &&
+      if (w.x8) {
+        // Repacked at load for this kernel family; another family cannot read it.
+        if (!k.gemm_x8) throw std::logic_error("matmul: repacked weights but the selected kernels have no gemm_x8");
+        if (ak.block_sums) {
+          if (format_sums[f] == nullptr) {
+            const size_t per_row = static_cast<size_t>(w.n_in / 32);
+            assert(static_cast<size_t>(n_tokens) * per_row <= scratch.sums_slot_size());
+            int32_t* dst = scratch.sums_slot(f);
+            for (int t = 0; t < n_tokens; ++t) {
+              ak.block_sums(w.n_in, p.act + static_cast<size_t>(t) * p.act_row_bytes, dst + t * per_row);
+            }
+            format_sums[f] = dst;
+          }
+          p.a_sums = format_sums[f];
+        }
+        p.gemm_x8 = k.gemm_x8;
+        p.x8_group_bytes = x8_group_bytes(k, w.type, w.n_in);
+        any_x8 = true;
+      } else if (k.gemm && ak.gemm_pack && n_tokens >= kMinGemmTokens &&
           static_cast<size_t>(n_groups) * ak.gemm_pack_bytes(w.n_in) <= scratch.packed_slot_bytes()) {
         p.pack_bytes = ak.gemm_pack_bytes(w.n_in);
         if (format_packed[f] == nullptr) {
@@ -161,9 +229,15 @@ void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJ
   // The jobs' rows laid end to end, split evenly: task t owns [begin(t), begin(t+1)).
   const int n_tasks = n_tasks_for(par, total_rows);
   const size_t n_jobs = jobs.size();
+  // With repacked jobs the split points fall on whole row groups (the last one is
+  // total_rows itself), so no group is computed by two tasks.
+  const auto begin = [&](int task) {
+    const int64_t b = split_begin(total_rows, task, n_tasks);
+    return any_x8 && task < n_tasks ? b / kX8Rows * kX8Rows : b;
+  };
   const auto task_fn = [&](int task) {
-    int64_t lo = split_begin(total_rows, task, n_tasks);
-    const int64_t hi = split_begin(total_rows, task + 1, n_tasks);
+    int64_t lo = begin(task);
+    const int64_t hi = begin(task + 1);
     int64_t job_start = 0;
     for (size_t j = 0; j < n_jobs && lo < hi; ++j) {
       const int64_t job_end = job_start + prepared[j].job->w.n_out;

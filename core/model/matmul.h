@@ -26,6 +26,9 @@ struct Matrix {
   GgmlType type = GgmlType::F32;
   int64_t n_in = 0;
   int64_t n_out = 0;
+  // Rows repacked kX8Rows at a time (TypeKernels::repack_x8): group g at
+  // data + g * x8_group_bytes(); only the kernels' gemm_x8 reads it.
+  bool x8 = false;
 };
 
 // One product of a group that shares its input: out[t][r] = W[r] . x[t] (+ bias[r]).
@@ -52,12 +55,17 @@ class MatmulScratch {
   uint8_t* packed_slot(int format) {
     return packed_.data() + static_cast<size_t>(format) * packed_slot_bytes_;
   }
+  // Per-block quant sums of a format's rows, for gemm_x8 (a_sums).
+  size_t sums_slot_size() const { return sums_slot_size_; }
+  int32_t* sums_slot(int format) { return sums_.data() + static_cast<size_t>(format) * sums_slot_size_; }
 
  private:
   size_t slot_bytes_ = 0;
   size_t packed_slot_bytes_ = 0;
   std::vector<uint8_t> bytes_;   // [kMaxFormats][n_tokens][row bytes]
   std::vector<uint8_t> packed_;  // [kMaxFormats][groups][pack bytes]
+  size_t sums_slot_size_ = 0;
+  std::vector<int32_t> sums_;  // [kMaxFormats][n_tokens][blocks]
 };
 
 // Bytes one activation row of n_in elements takes in `weight_type`'s partner format.

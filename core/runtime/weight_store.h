@@ -29,6 +29,14 @@ class WeightStore {
   virtual void acquire(int /*layer*/) {}
   virtual void release(int /*layer*/) {}
   virtual void prefetch(int /*layer*/) {}
+
+  // Writable room of n_bytes for a rewritten copy of a tensor (the kernels'
+  // row-interleaved layouts, about the tensor's size) that lives as long as the store; nullptr where the store
+  // keeps this tensor's bytes in place (streamed layers, memory it does not own), so a
+  // copy would only add memory. Once the copy is written the caller calls drop(): the
+  // tensor's original bytes are not asked for again and may leave memory.
+  virtual uint8_t* copy_space(const GgufTensorInfo& /*tensor*/, size_t /*n_bytes*/) { return nullptr; }
+  virtual void drop(const GgufTensorInfo& /*tensor*/) {}
 };
 
 // A store over bytes already in memory (tests, wasm with the model in linear memory).

@@ -4,6 +4,8 @@
 #include "kernels/x86/avx2.h"
 #include "kernels/x86/avx512_gemm.h"
 #include "kernels/x86/x86.h"
+#include "kernels/x86/x8.h"
+#include "kernels/x86/x8_layout.h"
 
 namespace runnel {
 namespace {
@@ -53,6 +55,18 @@ KernelTable build_avx2_table() {
   gemm(G::Q8_0, avx2::gemm_q8_0);
   gemm(G::Q4_K, avx2::gemm_q4_k);
   gemm(G::Q6_K, avx2::gemm_q6_k);
+  // Row-interleaved layout for resident weights (decode and prefill).
+  auto x8 = [&t](GgmlType type, void (*repack)(int64_t, const void*, size_t, void*),
+                 void (*fn)(int64_t, const void*, const void*, size_t, const int32_t*, int, float*, size_t)) {
+    t.types[static_cast<uint32_t>(type)].repack_x8 = repack;
+    t.types[static_cast<uint32_t>(type)].gemm_x8 = fn;
+  };
+  x8(G::Q4_0, x8::repack_q4_0, avx2::gemm_x8_q4_0);
+  x8(G::Q8_0, x8::repack_q8_0, avx2::gemm_x8_q8_0);
+  x8(G::Q6_K, x8::repack_q6_k, avx2::gemm_x8_q6_k);
+  x8(G::Q4_K, x8::repack_q4_k, avx2::gemm_x8_q4_k);
+  t.types[static_cast<uint32_t>(G::Q4_K)].x8_block_bytes = sizeof(x8::BlockQ4_Kx8);
+  t.types[static_cast<uint32_t>(G::Q8_0)].block_sums = x8::block_sums_q8_0;
   return t;
 }
 
@@ -89,7 +103,8 @@ namespace runnel {
 namespace {
 
 // The AVX-512 set: the AVX2 table with the AVX-512 VNNI entries swapped in (so far the
-// batched prefill products; the per-token dots and float ops are the AVX2 ones).
+// batched products, gemm and gemm_x8; the per-token dots and float ops are the AVX2
+// ones). The x8 layouts and the packed groups are shared with AVX2.
 KernelTable build_avx512_table(const KernelTable& avx2_table) {
   KernelTable t = avx2_table;
   t.isa = "avx512";
@@ -103,6 +118,14 @@ KernelTable build_avx512_table(const KernelTable& avx2_table) {
   gemm(G::Q8_0, avx512::gemm_q8_0);
   gemm(G::Q4_K, avx512::gemm_q4_k);
   gemm(G::Q6_K, avx512::gemm_q6_k);
+  auto x8 = [&t](GgmlType type,
+                 void (*fn)(int64_t, const void*, const void*, size_t, const int32_t*, int, float*, size_t)) {
+    t.types[static_cast<uint32_t>(type)].gemm_x8 = fn;
+  };
+  x8(G::Q4_0, avx512::gemm_x8_q4_0);
+  x8(G::Q8_0, avx512::gemm_x8_q8_0);
+  x8(G::Q6_K, avx512::gemm_x8_q6_k);
+  x8(G::Q4_K, avx512::gemm_x8_q4_k);
   return t;
 }
 

@@ -14,6 +14,25 @@ export function bytesReader(bytes, name = 'model.gguf') {
   };
 }
 
+// Reads that go through a JS buffer (shared wasm memory, FileReaderSync) take at most
+// this much at a time: one read can be the whole model (a gigabyte and more), and a
+// bounce buffer that large may not be allocatable next to the wasm memory.
+const kChunkBytes = 16 << 20;
+
+// Copies [offset, offset + view.length) into `view` through readChunk(offset, length),
+// which returns a Uint8Array of at most `length` bytes (shorter only at the end).
+function chunkedRead(offset, view, readChunk) {
+  let done = 0;
+  while (done < view.length) {
+    const want = Math.min(kChunkBytes, view.length - done);
+    const part = readChunk(offset + done, want);
+    view.set(part, done);
+    done += part.length;
+    if (part.length < want) break;
+  }
+  return done;
+}
+
 // A Blob or File inside a worker: FileReaderSync reads slices synchronously.
 export function blobReader(blob, name) {
   const reader = new FileReaderSync();
@@ -21,9 +40,8 @@ export function blobReader(blob, name) {
     size: blob.size,
     name: name ?? blob.name ?? 'model.gguf',
     read(offset, view) {
-      const buf = reader.readAsArrayBuffer(blob.slice(offset, offset + view.length));
-      view.set(new Uint8Array(buf));
-      return buf.byteLength;
+      return chunkedRead(offset, view, (at, length) =>
+        new Uint8Array(reader.readAsArrayBuffer(blob.slice(at, at + length))));
     },
   };
 }
@@ -35,12 +53,13 @@ export function syncHandleReader(handle, name) {
     name,
     read(offset, view) {
       // read() refuses views on shared memory in some engines: go through a bounce
-      // buffer then.
+      // buffer then, a chunk at a time.
       if (view.buffer instanceof ArrayBuffer) return handle.read(view, { at: offset });
-      const tmp = new Uint8Array(view.length);
-      const n = handle.read(tmp, { at: offset });
-      view.set(tmp.subarray(0, n));
-      return n;
+      const tmp = new Uint8Array(Math.min(kChunkBytes, view.length));
+      return chunkedRead(offset, view, (at, length) => {
+        const n = handle.read(tmp.subarray(0, length), { at });
+        return tmp.subarray(0, n);
+      });
     },
     close() {
       handle.close();

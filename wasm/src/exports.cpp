@@ -2,7 +2,10 @@
 // cross as JSON strings (UTF-8); handles are small positive ints. Every entry point
 // catches everything: a failure returns 0 / null and rn_last_error() says why, so a
 // bad GGUF or impossible parameter reaches JS as a message, never as a trap.
+#include <cxxabi.h>
 #include <emscripten.h>
+
+#include <typeinfo>
 
 #include <cstdint>
 #include <map>
@@ -86,6 +89,9 @@ T guarded(T failed, Fn&& fn) {
     g_error = "out of wasm memory (try a smaller contextSize or memoryBudget)";
   } catch (const std::exception& e) {
     g_error = e.what();
+  } catch (...) {
+    const std::type_info* type = abi::__cxa_current_exception_type();
+    g_error = std::string("internal error: an exception of type ") + (type ? type->name() : "unknown");
   }
   return failed;
 }

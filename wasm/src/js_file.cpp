@@ -3,13 +3,30 @@
 #include <emscripten.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 // Returns the bytes read (< n at the end of the file), or -1 when the reader failed.
 // Offsets travel as doubles: exact up to 2^53, files beyond 4 GiB are fine.
 // clang-format off
 EM_JS(double, runnel_js_read, (int source, double offset, uint8_t* dst, double n), {
-  return Module.runnelRead(source, offset, new Uint8Array(wasmMemory.buffer, dst >>> 0, n));
+  try {
+    return Module.runnelRead(source, offset, new Uint8Array(wasmMemory.buffer, dst >>> 0, n));
+  } catch (e) {
+    Module.runnelReadError = String((e && e.message) || e);
+    return -1;
+  }
+});
+// The message of the last failed read (caller frees), or null.
+EM_JS(char*, runnel_js_read_error, (), {
+  const text = Module.runnelReadError;
+  if (!text) return 0;
+  Module.runnelReadError = undefined;
+  const size = lengthBytesUTF8(text) + 1;
+  const ptr = _malloc(size);
+  stringToUTF8(text, ptr, size);
+  return ptr;
 });
 // clang-format on
 
@@ -28,10 +45,16 @@ void JsFile::read(uint64_t offset, uint8_t* dst, size_t n) const {
     const double got = runnel_js_read(source_, static_cast<double>(offset + done), dst + done,
                                       static_cast<double>(chunk));
     if (got <= 0) {
+      std::string why = "unexpected end";
+      if (got < 0) {
+        why = "read error";
+        if (char* message = runnel_js_read_error()) {
+          why += ": " + std::string(message);
+          std::free(message);
+        }
+      }
       throw GgufError(name_ + ": reading " + std::to_string(chunk) + " bytes at offset " +
-                      std::to_string(offset + done) + " failed (" +
-                      (got < 0 ? std::string("read error") : std::string("unexpected end")) +
-                      "); was the file changed or removed?");
+                      std::to_string(offset + done) + " failed (" + why + "); was the file changed or removed?");
     }
     done += static_cast<size_t>(got);
   }

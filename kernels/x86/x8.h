@@ -1,0 +1,36 @@
+// The x86 row-interleaved kernels (x8 layouts, kernels/x86/x8_layout.h): repacking
+// (x8_repack.cpp, baseline code) and the products over repacked groups (avx2_x8.cpp,
+// avx512_x8.cpp). Contracts: kernels/kernels.h TypeKernels::repack_x8 / gemm_x8.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace runnel {
+
+namespace x8 {
+void repack_q4_0(int64_t n, const void* rows, size_t row_stride, void* group);
+void repack_q8_0(int64_t n, const void* rows, size_t row_stride, void* group);
+void repack_q6_k(int64_t n, const void* rows, size_t row_stride, void* group);
+void repack_q4_k(int64_t n, const void* rows, size_t row_stride, void* group);
+void block_sums_q8_0(int64_t n, const void* a, int32_t* sums);
+}  // namespace x8
+
+// a: nc activation rows (Q8_0 for Q4_0 / Q8_0 weights, Q8_K for Q4_K / Q6_K), a_stride apart;
+// a_sums: for Q8_0 activations, the sum of the quants of each 32-block, n / 32 per row.
+#define RUNNEL_X8_GEMM(ns)                                                                                    \
+  namespace ns {                                                                                              \
+  void gemm_x8_q4_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums,    \
+                    int nc, float* out, size_t out_stride);                                                   \
+  void gemm_x8_q8_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums,    \
+                    int nc, float* out, size_t out_stride);                                                   \
+  void gemm_x8_q6_k(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums,    \
+                    int nc, float* out, size_t out_stride);                                                   \
+  void gemm_x8_q4_k(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums,    \
+                    int nc, float* out, size_t out_stride);                                                   \
+  }
+RUNNEL_X8_GEMM(avx2)
+RUNNEL_X8_GEMM(avx512)
+#undef RUNNEL_X8_GEMM
+
+}  // namespace runnel

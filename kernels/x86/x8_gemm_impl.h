@@ -1,0 +1,234 @@
+// The x8 products (kernels/kernels.h TypeKernels::gemm_x8) as templates over the integer
+// dot step, instantiated by avx2_x8.cpp (maddubs) and avx512_x8.cpp (vpdpbusd). Include
+// only from files compiled with at least the AVX2 flags.
+//
+// Lanes are rows: one 256-bit load of a repacked block gives 4 weight bytes of each of
+// the 8 rows, the token's 4 activation bytes are broadcast, and the 8 rows' block scales
+// are one vcvtph2ps. The weights of a block are unpacked once for every token of the call
+// (1 in decode, up to 8 in prefill), and nothing needs a horizontal sum. Integer sums per
+// block are exact (bounds at each use); float accumulation runs block by block per row.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/kernels.h"
+#include "kernels/ref/blocks.h"
+#include "kernels/x86/x8_layout.h"
+
+namespace runnel::x8 {
+
+inline __m256i load_256(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+
+inline __m256i bcast4(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return _mm256_set1_epi32(v);
+}
+
+inline float f16_to_f32(uint16_t h) {
+  return _cvtsh_ss(h);
+}
+
+template <typename Block>
+const Block* token_blocks(const void* a, size_t a_stride, int c) {
+  return reinterpret_cast<const Block*>(static_cast<const uint8_t*>(a) + static_cast<size_t>(c) * a_stride);
+}
+
+// Q4_0 x Q8_0: w[k] holds elements 4k .. 4k + 3 of the 8 rows as unsigned nibbles.
+template <class Dot, int NC>
+void gemm_q4_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, float* out,
+               size_t out_stride) {
+  const auto* g = static_cast<const BlockQ4_0x8*>(group);
+  const int64_t nb = n / kQK;
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  __m256 acc[NC];
+  for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i w[8];
+    for (int j = 0; j < 4; ++j) {
+      const __m256i packed = load_256(g[b].q[j]);
+      w[j] = _mm256_and_si256(packed, low4);                             // elements 4j ..
+      w[4 + j] = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);  // elements 16 + 4j ..
+    }
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g[b].d)));
+    for (int c = 0; c < NC; ++c) {
+      const ref::BlockQ8_0& ab = token_blocks<ref::BlockQ8_0>(a, a_stride, c)[b];
+      // dot(q - 8, a) = dot(q, a) - 8 * sum(a); nibbles <= 15, |a| <= 127
+      const __m256i lanes = _mm256_sub_epi32(Dot::sum8_small(w, ab.qs),
+                                             _mm256_set1_epi32(8 * a_sums[static_cast<int64_t>(c) * nb + b]));
+      acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(f16_to_f32(ab.d))), _mm256_cvtepi32_ps(lanes), acc[c]);
+    }
+  }
+  for (int c = 0; c < NC; ++c) _mm256_storeu_ps(out + static_cast<size_t>(c) * out_stride, acc[c]);
+}
+
+// Q8_0 x Q8_0: signed weights; |w| against a with w's sign (a is never -128).
+template <class Dot, int NC>
+void gemm_q8_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/,
+               float* out, size_t out_stride) {
+  const auto* g = static_cast<const BlockQ8_0x8*>(group);
+  const int64_t nb = n / kQK;
+  __m256 acc[NC];
+  for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i w[8];
+    __m256i wabs[8];
+    for (int k = 0; k < 8; ++k) {
+      w[k] = load_256(g[b].q[k]);
+      wabs[k] = _mm256_sign_epi8(w[k], w[k]);  // -128 becomes 128 as an unsigned byte
+    }
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g[b].d)));
+    for (int c = 0; c < NC; ++c) {
+      const ref::BlockQ8_0& ab = token_blocks<ref::BlockQ8_0>(a, a_stride, c)[b];
+      __m256i lanes = _mm256_setzero_si256();
+      for (int k = 0; k < 8; ++k) {
+        // pair sums <= 2 * 128 * 127: one step per widening
+        lanes = Dot::dot4(lanes, wabs[k], _mm256_sign_epi8(bcast4(ab.qs + 4 * k), w[k]));
+      }
+      acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(f16_to_f32(ab.d))), _mm256_cvtepi32_ps(lanes), acc[c]);
+    }
+  }
+  for (int c = 0; c < NC; ++c) _mm256_storeu_ps(out + static_cast<size_t>(c) * out_stride, acc[c]);
+}
+
+// Q6_K x Q8_K: quants stored as q + 32 in [0, 63]; each step's pair sums get their
+// 16-element group's scale per row lane (madd with (sc, sc) int16 pairs); the -32 comes
+// back through the Q8_K bsums.
+template <int NC>
+void gemm_q6_k(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/,
+               float* out, size_t out_stride) {
+  const auto* g = static_cast<const BlockQ6_Kx8*>(group);
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i low16 = _mm256_set1_epi32(0xFFFF);
+  __m256 acc[NC];
+  for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const auto scale32 = [&](int grp) {
+      return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(g[b].scales[grp])));
+    };
+    __m256i pairs[16];  // (sc_g, sc_g) per row lane
+    for (int grp = 0; grp < 16; ++grp) {
+      const __m256i s = scale32(grp);
+      pairs[grp] = _mm256_or_si256(_mm256_and_si256(s, low16), _mm256_slli_epi32(s, 16));
+    }
+    const ref::BlockQ8_K* ab[NC];
+    __m256i isum[NC];
+    for (int c = 0; c < NC; ++c) {
+      ab[c] = &token_blocks<ref::BlockQ8_K>(a, a_stride, c)[b];
+      // -32 * sum_g sc_g * bsums_g, two groups per madd
+      __m256i off = _mm256_setzero_si256();
+      for (int p = 0; p < 8; ++p) {
+        const __m256i sc = _mm256_or_si256(_mm256_and_si256(scale32(2 * p), low16), _mm256_slli_epi32(scale32(2 * p + 1), 16));
+        const int32_t bs = static_cast<int32_t>(static_cast<uint16_t>(ab[c]->bsums[2 * p])) |
+                           (static_cast<int32_t>(ab[c]->bsums[2 * p + 1]) * 65536);
+        off = _mm256_add_epi32(off, _mm256_madd_epi16(sc, _mm256_set1_epi32(bs)));
+      }
+      isum[c] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(off, 5));
+    }
+    for (int h = 0; h < 2; ++h) {
+      for (int j = 0; j < 8; ++j) {
+        const __m256i ql_a = load_256(g[b].ql[h][0][j]);
+        const __m256i ql_b = load_256(g[b].ql[h][1][j]);
+        const __m256i qh = load_256(g[b].qh[h][j]);
+        const __m256i v[4] = {
+            _mm256_or_si256(_mm256_and_si256(ql_a, low4), _mm256_slli_epi16(_mm256_and_si256(qh, _mm256_set1_epi8(0x03)), 4)),
+            _mm256_or_si256(_mm256_and_si256(ql_b, low4), _mm256_slli_epi16(_mm256_and_si256(qh, _mm256_set1_epi8(0x0C)), 2)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql_a, 4), low4), _mm256_and_si256(qh, _mm256_set1_epi8(0x30))),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql_b, 4), low4),
+                            _mm256_srli_epi16(_mm256_and_si256(qh, _mm256_set1_epi8(-64)), 2)),
+        };
+        for (int c = 0; c < NC; ++c) {
+          const int8_t* aq = ab[c]->qs + 128 * h + 4 * j;
+          for (int i = 0; i < 4; ++i) {  // elements 128h + 32i + 4j .. + 3: group 8h + 2i + j / 4
+            const __m256i p = _mm256_maddubs_epi16(v[i], bcast4(aq + 32 * i));  // <= 2 * 63 * 127
+            isum[c] = _mm256_add_epi32(isum[c], _mm256_madd_epi16(p, pairs[8 * h + 2 * i + j / 4]));
+          }
+        }
+      }
+    }
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g[b].d)));
+    for (int c = 0; c < NC; ++c) {
+      acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(ab[c]->d)), _mm256_cvtepi32_ps(isum[c]), acc[c]);
+    }
+  }
+  for (int c = 0; c < NC; ++c) _mm256_storeu_ps(out + static_cast<size_t>(c) * out_stride, acc[c]);
+}
+
+// Q4_K x Q8_K: per 32-element sub-block, Dot::sum8_small of the unsigned nibbles (exact,
+// <= 32 * 15 * 128) times the sub-block's scale per row lane (mullo; the block's int32
+// sum stays below 8 * 63 * 61440); the mins come back as dmin * sum_s m_s * (the Q8_K
+// bsums of the sub-block), two sub-blocks per madd (bsum pairs <= 32 * 128 fit int16).
+template <class Dot, int NC>
+void gemm_q4_k(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/,
+               float* out, size_t out_stride) {
+  const auto* g = static_cast<const BlockQ4_Kx8*>(group);
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const auto bytes8 = [](const uint8_t* p) {  // 8 unsigned bytes, one per row lane
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  };
+  __m256 acc[NC];
+  for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const ref::BlockQ8_K* ab[NC];
+    __m256i isum[NC];
+    __m256i msum[NC];
+    for (int c = 0; c < NC; ++c) {
+      ab[c] = &token_blocks<ref::BlockQ8_K>(a, a_stride, c)[b];
+      isum[c] = _mm256_setzero_si256();
+      msum[c] = _mm256_setzero_si256();
+    }
+    for (int p = 0; p < 4; ++p) {  // sub-blocks 2p, 2p + 1: (m, m') int16 pairs per row lane
+      const __m256i mins = _mm256_or_si256(bytes8(g[b].m[2 * p]), _mm256_slli_epi32(bytes8(g[b].m[2 * p + 1]), 16));
+      for (int c = 0; c < NC; ++c) {
+        const int16_t* bs = ab[c]->bsums + 4 * p;
+        const int32_t s0 = bs[0] + bs[1];
+        const int32_t s1 = bs[2] + bs[3];
+        const int32_t pair = static_cast<int32_t>(static_cast<uint16_t>(s0)) | static_cast<int32_t>(static_cast<uint32_t>(s1) << 16);
+        msum[c] = _mm256_add_epi32(msum[c], _mm256_madd_epi16(mins, _mm256_set1_epi32(pair)));
+      }
+    }
+    for (int ch = 0; ch < 4; ++ch) {  // 64 elements: sub-blocks 2ch (low nibbles), 2ch + 1 (high)
+      __m256i w_lo[8];
+      __m256i w_hi[8];
+      for (int k = 0; k < 8; ++k) {
+        const __m256i packed = load_256(g[b].qs[ch][k]);
+        w_lo[k] = _mm256_and_si256(packed, low4);
+        w_hi[k] = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
+      }
+      const __m256i sc_lo = bytes8(g[b].sc[2 * ch]);
+      const __m256i sc_hi = bytes8(g[b].sc[2 * ch + 1]);
+      for (int c = 0; c < NC; ++c) {
+        const int8_t* aq = ab[c]->qs + 64 * ch;
+        isum[c] = _mm256_add_epi32(isum[c], _mm256_mullo_epi32(Dot::sum8_small(w_lo, aq), sc_lo));
+        isum[c] = _mm256_add_epi32(isum[c], _mm256_mullo_epi32(Dot::sum8_small(w_hi, aq + 32), sc_hi));
+      }
+    }
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g[b].d)));
+    const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g[b].dmin)));
+    for (int c = 0; c < NC; ++c) {
+      const __m256 ad = _mm256_set1_ps(ab[c]->d);
+      acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, ad), _mm256_cvtepi32_ps(isum[c]), acc[c]);
+      acc[c] = _mm256_fnmadd_ps(_mm256_mul_ps(dm, ad), _mm256_cvtepi32_ps(msum[c]), acc[c]);
+    }
+  }
+  for (int c = 0; c < NC; ++c) _mm256_storeu_ps(out + static_cast<size_t>(c) * out_stride, acc[c]);
+}
+
+using GemmFn = void (*)(int64_t, const void*, const void*, size_t, const int32_t*, float*, size_t);
+
+// One instantiation per token count, so the accumulators stay in registers.
+template <template <int> class K>
+struct ByTokens {
+  static constexpr GemmFn fns[kGemmCols] = {K<1>::run, K<2>::run, K<3>::run, K<4>::run,
+                                            K<5>::run, K<6>::run, K<7>::run, K<8>::run};
+  static void call(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
+                   float* out, size_t out_stride) {
+    fns[nc - 1](n, group, a, a_stride, a_sums, out, out_stride);
+  }
+};
+
+}  // namespace runnel::x8

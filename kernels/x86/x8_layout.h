@@ -1,0 +1,58 @@
+// The row-interleaved ("x8") weight layouts of the x86 kernels (TypeKernels::repack_x8 /
+// gemm_x8, kernels/kernels.h). Eight consecutive rows become one group of the same byte
+// size; block b of the group holds block b of all 8 rows, arranged so that one 256-bit
+// load gives 4 bytes of every row: the int32 lanes of the kernels are then the 8 rows,
+// the activation is broadcast 4 bytes at a time, and the 8 rows' block scales are one
+// 16-byte load. Plain structs (no intrinsics): x8_repack.cpp writes them on any x86 CPU.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/types.h"
+
+namespace runnel::x8 {
+
+constexpr int kRows = 8;
+
+// Q4_0: q[j][r] = bytes 4j .. 4j + 3 of row r's qs: low nibbles are elements 4j .. 4j + 3,
+// high nibbles elements 16 + 4j .. 16 + 4j + 3.
+struct BlockQ4_0x8 {
+  uint16_t d[kRows];
+  uint8_t q[4][kRows][4];
+};
+static_assert(sizeof(BlockQ4_0x8) == 8 * 18);
+
+// Q8_0: q[k][r] = elements 4k .. 4k + 3 of row r.
+struct BlockQ8_0x8 {
+  uint16_t d[kRows];
+  int8_t q[kQK / 4][kRows][4];
+};
+static_assert(sizeof(BlockQ8_0x8) == 8 * 34);
+
+// Q6_K: for half h and l0 = 4j: ql[h][0][j][r] = row r's ql bytes 64h + l0 .. + 3,
+// ql[h][1][j][r] = its bytes 64h + 32 + l0 .. + 3, qh[h][j][r] = its qh bytes 32h + l0 ..
+// + 3 (see dequantize_row_q6_k for which elements those bits belong to);
+// scales[g][r] = row r's scale of 16-element group g.
+struct BlockQ6_Kx8 {
+  uint16_t d[kRows];
+  int8_t scales[kQK_K / 16][kRows];
+  uint8_t ql[2][2][8][kRows][4];
+  uint8_t qh[2][8][kRows][4];
+};
+static_assert(sizeof(BlockQ6_Kx8) == 8 * 210);
+
+// Q4_K: qs[c][k][r] = row r's qs bytes 32c + 4k .. + 3: low nibbles are elements
+// 64c + 4k .. + 3, high nibbles elements 64c + 32 + 4k .. + 3. The 6-bit scales and mins
+// of the 8 sub-blocks of 32 are stored unpacked, sc[s][r] and m[s][r], one byte each
+// (so that one 8-byte load gives a sub-block's scale for all 8 rows): this group is 32
+// bytes larger than the 8 rows it holds (TypeKernels::x8_block_bytes).
+struct BlockQ4_Kx8 {
+  uint16_t d[kRows];
+  uint16_t dmin[kRows];
+  uint8_t sc[8][kRows];
+  uint8_t m[8][kRows];
+  uint8_t qs[4][8][kRows][4];
+};
+static_assert(sizeof(BlockQ4_Kx8) == 8 * 144 + 32);
+
+}  // namespace runnel::x8

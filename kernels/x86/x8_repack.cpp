@@ -1,0 +1,85 @@
+// Repacking of 8 weight rows into the x8 layouts of x8_layout.h (TypeKernels::repack_x8).
+// Byte moves only, so this is baseline x86-64 code; the group keeps every bit of the
+// rows (x8_test checks that the rows' dots come out the same through gemm_x8).
+#include <cstring>
+
+#include "kernels/ref/blocks.h"
+#include "kernels/ref/k_quants_common.h"
+#include "kernels/x86/x8.h"
+#include "kernels/x86/x8_layout.h"
+
+namespace runnel::x8 {
+namespace {
+
+template <typename Block>
+const Block& row_block(const void* rows, size_t row_stride, int r, int64_t b) {
+  return reinterpret_cast<const Block*>(static_cast<const uint8_t*>(rows) + static_cast<size_t>(r) * row_stride)[b];
+}
+
+}  // namespace
+
+void repack_q4_0(int64_t n, const void* rows, size_t row_stride, void* group) {
+  auto* g = static_cast<BlockQ4_0x8*>(group);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    for (int r = 0; r < kRows; ++r) {
+      const auto& blk = row_block<ref::BlockQ4_0>(rows, row_stride, r, b);
+      g[b].d[r] = blk.d;
+      for (int j = 0; j < 4; ++j) std::memcpy(g[b].q[j][r], blk.qs + 4 * j, 4);
+    }
+  }
+}
+
+void repack_q8_0(int64_t n, const void* rows, size_t row_stride, void* group) {
+  auto* g = static_cast<BlockQ8_0x8*>(group);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    for (int r = 0; r < kRows; ++r) {
+      const auto& blk = row_block<ref::BlockQ8_0>(rows, row_stride, r, b);
+      g[b].d[r] = blk.d;
+      for (int k = 0; k < kQK / 4; ++k) std::memcpy(g[b].q[k][r], blk.qs + 4 * k, 4);
+    }
+  }
+}
+
+void repack_q6_k(int64_t n, const void* rows, size_t row_stride, void* group) {
+  auto* g = static_cast<BlockQ6_Kx8*>(group);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    for (int r = 0; r < kRows; ++r) {
+      const auto& blk = row_block<ref::BlockQ6_K>(rows, row_stride, r, b);
+      g[b].d[r] = blk.d;
+      for (int s = 0; s < kQK_K / 16; ++s) g[b].scales[s][r] = blk.scales[s];
+      for (int h = 0; h < 2; ++h) {
+        for (int j = 0; j < 8; ++j) {
+          std::memcpy(g[b].ql[h][0][j][r], blk.ql + 64 * h + 4 * j, 4);
+          std::memcpy(g[b].ql[h][1][j][r], blk.ql + 64 * h + 32 + 4 * j, 4);
+          std::memcpy(g[b].qh[h][j][r], blk.qh + 32 * h + 4 * j, 4);
+        }
+      }
+    }
+  }
+}
+
+void repack_q4_k(int64_t n, const void* rows, size_t row_stride, void* group) {
+  auto* g = static_cast<BlockQ4_Kx8*>(group);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    for (int r = 0; r < kRows; ++r) {
+      const auto& blk = row_block<ref::BlockQ4_K>(rows, row_stride, r, b);
+      g[b].d[r] = blk.d;
+      g[b].dmin[r] = blk.dmin;
+      for (int s = 0; s < 8; ++s) ref::unpack_scale_min_k4(s, blk.scales, &g[b].sc[s][r], &g[b].m[s][r]);
+      for (int c = 0; c < 4; ++c) {
+        for (int k = 0; k < 8; ++k) std::memcpy(g[b].qs[c][k][r], blk.qs + 32 * c + 4 * k, 4);
+      }
+    }
+  }
+}
+
+void block_sums_q8_0(int64_t n, const void* a, int32_t* sums) {
+  const auto* y = static_cast<const ref::BlockQ8_0*>(a);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    int32_t s = 0;
+    for (int i = 0; i < kQK; ++i) s += y[b].qs[i];
+    sums[b] = s;
+  }
+}
+
+}  // namespace runnel::x8
