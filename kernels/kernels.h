@@ -46,6 +46,8 @@ struct TypeKernels {
   void (*repack_x8)(int64_t n, const void* rows, size_t row_stride, void* group) = nullptr;
   void (*gemm_x8)(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums,
                   int nc, float* out, size_t out_stride) = nullptr;
+  // Row r (< 8) of a group back in the type's own block layout (row bytes).
+  void (*unpack_x8_row)(int64_t n, const void* group, int r, void* row) = nullptr;
   // Bytes of one block column of an x8 group (the 8 rows' block b); 0: 8 * the type's
   // block bytes. Layouts that unpack scales for the lanes take a little more.
   uint32_t x8_block_bytes = 0;

@@ -30,6 +30,7 @@ ForwardScratch::ForwardScratch(const LlamaModel& model, int n_batch_, int n_ctx,
                                bool all_logits)
     : ForwardScratch(model.config(), n_batch_, n_ctx, n_tasks_, all_logits) {
   mm = MatmulScratch(n_batch_, model.max_activation_row_bytes(), model.max_activation_pack_bytes());
+  embd_row.resize(model.embedding_row_bytes());
 }
 
 ForwardScratch::ForwardScratch(const ModelConfig& c, int n_batch_, int n_ctx, int n_tasks_,
@@ -90,9 +91,12 @@ Matrix LlamaModel::matrix(const GgufTensorInfo* t) {
 void LlamaModel::repack_weights() {
   const KernelTable& table = kernels();
   auto consider = [&](const GgufTensorInfo* t) {
-    if (t == nullptr || t == token_embd_ || x8_.count(t)) return;  // embeddings are looked up by row
+    if (t == nullptr || x8_.count(t)) return;
     const TypeKernels& k = table.of(t->type);
     if (!k.repack_x8 || !k.gemm_x8 || t->dims[1] % kX8Rows != 0) return;
+    // Embeddings are looked up by row: repacked only when they are also the output
+    // projection and the kernels can give a row back (unpack_x8_row).
+    if (t == token_embd_ && (output_ != token_embd_ || !k.unpack_x8_row)) return;
     const size_t group_bytes = x8_group_bytes(k, t->type, t->dims[0]);
     const int64_t n_groups = t->dims[1] / kX8Rows;
     uint8_t* dst = store_.copy_space(*t, group_bytes * static_cast<size_t>(n_groups));
@@ -111,11 +115,15 @@ void LlamaModel::repack_weights() {
   for (const LayerTensors& l : layers_) {
     for (const GgufTensorInfo* t : {l.wq, l.wk, l.wv, l.wo, l.w_gate, l.w_up, l.w_down}) consider(t);
   }
-  if (output_ != token_embd_) consider(output_);
+  consider(output_);
 }
 
 void LlamaModel::dequantize(const GgufTensorInfo* t, float* dst) {
   kernels().of(t->type).dequantize_row(store_.tensor_bytes(*t).data(), dst, t->n_elements());
+}
+
+size_t LlamaModel::embedding_row_bytes() const {
+  return row_bytes(token_embd_->type, config_.n_embd);
 }
 
 size_t LlamaModel::max_activation_row_bytes() const {
@@ -178,10 +186,19 @@ void LlamaModel::forward(std::span<const int32_t> tokens, int pos0, bool all_log
   // x [n, n_embd]: the tokens' embedding rows
   {
     const TypeKernels& k = kernels().of(token_embd_->type);
-    const uint8_t* embd = store_.tensor_bytes(*token_embd_).data();
-    const size_t rb = row_bytes(token_embd_->type, c.n_embd);
-    for (int i = 0; i < n; ++i) {
-      k.dequantize_row(embd + static_cast<size_t>(tokens[i]) * rb, &s.x[i * n_embd], c.n_embd);
+    if (const auto it = x8_.find(token_embd_); it != x8_.end()) {  // tied output, repacked
+      const size_t group_bytes = x8_group_bytes(k, token_embd_->type, c.n_embd);
+      for (int i = 0; i < n; ++i) {
+        const uint8_t* group = it->second + static_cast<size_t>(tokens[i] / kX8Rows) * group_bytes;
+        k.unpack_x8_row(c.n_embd, group, tokens[i] % kX8Rows, s.embd_row.data());
+        k.dequantize_row(s.embd_row.data(), &s.x[i * n_embd], c.n_embd);
+      }
+    } else {
+      const uint8_t* embd = store_.tensor_bytes(*token_embd_).data();
+      const size_t rb = row_bytes(token_embd_->type, c.n_embd);
+      for (int i = 0; i < n; ++i) {
+        k.dequantize_row(embd + static_cast<size_t>(tokens[i]) * rb, &s.x[i * n_embd], c.n_embd);
+      }
     }
   }
   // rope [n, n_rot]: each position's rotation, shared by every head and layer

@@ -39,6 +39,7 @@ struct ForwardScratch {
   std::vector<float> bias_v;  // [v_dim]
   std::vector<float> rope;    // [n_batch, n_rot]  (cos, sin) per pair, per position
   std::vector<float> logits;  // [n_batch or 1, n_vocab]
+  std::vector<uint8_t> embd_row;  // one embedding row in its GGUF blocks (repacked embeddings)
   MatmulScratch mm;           // quantized activations
   AttentionScratch att;       // per-task scores and f16 rows
 
@@ -59,6 +60,7 @@ class LlamaModel {
 
   // Largest activation row (bytes) any matrix of the model takes; sizes MatmulScratch.
   size_t max_activation_row_bytes() const;
+  size_t embedding_row_bytes() const;
   // Largest packed activation group (bytes) of the batched products; sizes MatmulScratch.
   size_t max_activation_pack_bytes() const;
 

@@ -65,6 +65,12 @@ KernelTable build_avx2_table() {
   x8(G::Q8_0, x8::repack_q8_0, avx2::gemm_x8_q8_0);
   x8(G::Q6_K, x8::repack_q6_k, avx2::gemm_x8_q6_k);
   x8(G::Q4_K, x8::repack_q4_k, avx2::gemm_x8_q4_k);
+  x8(G::Q4_1, x8::repack_q4_1, avx2::gemm_x8_q4_1);
+  t.types[static_cast<uint32_t>(G::Q4_0)].unpack_x8_row = x8::unpack_row_q4_0;
+  t.types[static_cast<uint32_t>(G::Q4_1)].unpack_x8_row = x8::unpack_row_q4_1;
+  t.types[static_cast<uint32_t>(G::Q8_0)].unpack_x8_row = x8::unpack_row_q8_0;
+  t.types[static_cast<uint32_t>(G::Q4_K)].unpack_x8_row = x8::unpack_row_q4_k;
+  t.types[static_cast<uint32_t>(G::Q6_K)].unpack_x8_row = x8::unpack_row_q6_k;
   t.types[static_cast<uint32_t>(G::Q4_K)].x8_block_bytes = sizeof(x8::BlockQ4_Kx8);
   t.types[static_cast<uint32_t>(G::Q8_0)].block_sums = x8::block_sums_q8_0;
   return t;
@@ -126,6 +132,7 @@ KernelTable build_avx512_table(const KernelTable& avx2_table) {
   x8(G::Q8_0, avx512::gemm_x8_q8_0);
   x8(G::Q6_K, avx512::gemm_x8_q6_k);
   x8(G::Q4_K, avx512::gemm_x8_q4_k);
+  x8(G::Q4_1, avx512::gemm_x8_q4_1);
   return t;
 }
 

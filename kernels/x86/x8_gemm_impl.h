@@ -78,6 +78,35 @@ void gemm_q4_0(int64_t n, const void* group, const void* a, size_t a_stride, con
   for (int c = 0; c < NC; ++c) _mm256_storeu_ps(out + static_cast<size_t>(c) * out_stride, acc[c]);
 }
 
+// Q4_1 x Q8_1: dot(d q + m, a) = d da dot(q, a) + m (da sum(a)), the Q8_1 block's s.
+template <class Dot, int NC>
+void gemm_q4_1(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/,
+               float* out, size_t out_stride) {
+  const auto* g = static_cast<const BlockQ4_1x8*>(group);
+  const int64_t nb = n / kQK;
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  __m256 acc[NC];
+  for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    prefetch_ahead(g, b);
+    __m256i w[8];
+    for (int j = 0; j < 4; ++j) {
+      const __m256i packed = load_256(g[b].q[j]);
+      w[j] = _mm256_and_si256(packed, low4);                             // elements 4j ..
+      w[4 + j] = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);  // elements 16 + 4j ..
+    }
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g[b].d)));
+    const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g[b].m)));
+    for (int c = 0; c < NC; ++c) {
+      const ref::BlockQ8_1& ab = token_blocks<ref::BlockQ8_1>(a, a_stride, c)[b];
+      const __m256i lanes = Dot::sum8_small(w, ab.qs);  // nibbles <= 15, |a| <= 128
+      acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(f16_to_f32(ab.d))), _mm256_cvtepi32_ps(lanes), acc[c]);
+      acc[c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(f16_to_f32(ab.s)), acc[c]);
+    }
+  }
+  for (int c = 0; c < NC; ++c) _mm256_storeu_ps(out + static_cast<size_t>(c) * out_stride, acc[c]);
+}
+
 // Q8_0 x Q8_0: signed weights; |w| against a with w's sign (a is never -128).
 template <class Dot, int NC>
 void gemm_q8_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/,

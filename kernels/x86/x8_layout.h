@@ -22,6 +22,14 @@ struct BlockQ4_0x8 {
 };
 static_assert(sizeof(BlockQ4_0x8) == 8 * 18);
 
+// Q4_1: Q4_0's arrangement with the 8 rows' mins after their scales.
+struct BlockQ4_1x8 {
+  uint16_t d[kRows];
+  uint16_t m[kRows];
+  uint8_t q[4][kRows][4];
+};
+static_assert(sizeof(BlockQ4_1x8) == 8 * 20);
+
 // Q8_0: q[k][r] = elements 4k .. 4k + 3 of row r.
 struct BlockQ8_0x8 {
   uint16_t d[kRows];

@@ -29,6 +29,18 @@ void repack_q4_0(int64_t n, const void* rows, size_t row_stride, void* group) {
   }
 }
 
+void repack_q4_1(int64_t n, const void* rows, size_t row_stride, void* group) {
+  auto* g = static_cast<BlockQ4_1x8*>(group);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    for (int r = 0; r < kRows; ++r) {
+      const auto& blk = row_block<ref::BlockQ4_1>(rows, row_stride, r, b);
+      g[b].d[r] = blk.d;
+      g[b].m[r] = blk.m;
+      for (int j = 0; j < 4; ++j) std::memcpy(g[b].q[j][r], blk.qs + 4 * j, 4);
+    }
+  }
+}
+
 void repack_q8_0(int64_t n, const void* rows, size_t row_stride, void* group) {
   auto* g = static_cast<BlockQ8_0x8*>(group);
   for (int64_t b = 0; b < n / kQK; ++b) {
@@ -68,6 +80,71 @@ void repack_q4_k(int64_t n, const void* rows, size_t row_stride, void* group) {
       for (int s = 0; s < 8; ++s) ref::unpack_scale_min_k4(s, blk.scales, &g[b].sc[s][r], &g[b].m[s][r]);
       for (int c = 0; c < 4; ++c) {
         for (int k = 0; k < 8; ++k) std::memcpy(g[b].qs[c][k][r], blk.qs + 32 * c + 4 * k, 4);
+      }
+    }
+  }
+}
+
+// The inverses: row r of a group back in the type's own blocks (embedding lookups of a
+// matrix that is also the output projection).
+void unpack_row_q4_0(int64_t n, const void* group, int r, void* row) {
+  const auto* g = static_cast<const BlockQ4_0x8*>(group);
+  auto* out = static_cast<ref::BlockQ4_0*>(row);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    out[b].d = g[b].d[r];
+    for (int j = 0; j < 4; ++j) std::memcpy(out[b].qs + 4 * j, g[b].q[j][r], 4);
+  }
+}
+
+void unpack_row_q4_1(int64_t n, const void* group, int r, void* row) {
+  const auto* g = static_cast<const BlockQ4_1x8*>(group);
+  auto* out = static_cast<ref::BlockQ4_1*>(row);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    out[b].d = g[b].d[r];
+    out[b].m = g[b].m[r];
+    for (int j = 0; j < 4; ++j) std::memcpy(out[b].qs + 4 * j, g[b].q[j][r], 4);
+  }
+}
+
+void unpack_row_q8_0(int64_t n, const void* group, int r, void* row) {
+  const auto* g = static_cast<const BlockQ8_0x8*>(group);
+  auto* out = static_cast<ref::BlockQ8_0*>(row);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    out[b].d = g[b].d[r];
+    for (int k = 0; k < kQK / 4; ++k) std::memcpy(out[b].qs + 4 * k, g[b].q[k][r], 4);
+  }
+}
+
+void unpack_row_q4_k(int64_t n, const void* group, int r, void* row) {
+  const auto* g = static_cast<const BlockQ4_Kx8*>(group);
+  auto* out = static_cast<ref::BlockQ4_K*>(row);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    out[b].d = g[b].d[r];
+    out[b].dmin = g[b].dmin[r];
+    uint8_t sc[8];
+    uint8_t m[8];
+    for (int s = 0; s < 8; ++s) {
+      sc[s] = g[b].sc[s][r];
+      m[s] = g[b].m[s][r];
+    }
+    ref::pack_scale_min_k4(sc, m, out[b].scales);
+    for (int c = 0; c < 4; ++c) {
+      for (int k = 0; k < 8; ++k) std::memcpy(out[b].qs + 32 * c + 4 * k, g[b].qs[c][k][r], 4);
+    }
+  }
+}
+
+void unpack_row_q6_k(int64_t n, const void* group, int r, void* row) {
+  const auto* g = static_cast<const BlockQ6_Kx8*>(group);
+  auto* out = static_cast<ref::BlockQ6_K*>(row);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    out[b].d = g[b].d[r];
+    for (int s = 0; s < kQK_K / 16; ++s) out[b].scales[s] = g[b].scales[s][r];
+    for (int h = 0; h < 2; ++h) {
+      for (int j = 0; j < 8; ++j) {
+        std::memcpy(out[b].ql + 64 * h + 4 * j, g[b].ql[h][0][j][r], 4);
+        std::memcpy(out[b].ql + 64 * h + 32 + 4 * j, g[b].ql[h][1][j][r], 4);
+        std::memcpy(out[b].qh + 32 * h + 4 * j, g[b].qh[h][j][r], 4);
       }
     }
   }

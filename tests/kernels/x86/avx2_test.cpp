@@ -522,6 +522,13 @@ void check_gemm_x8(const KernelTable& t, GgmlType wt, const std::vector<std::vec
   for (const auto& c : acts) a.insert(a.end(), c.begin(), c.end());
   t.of(wt).repack_x8(n, w.data(), w_stride, group.data());
   CHECK(group != w);  // the layout really changed
+  // unpack_x8_row gives every row back bit for bit
+  REQUIRE(t.of(wt).unpack_x8_row != nullptr);
+  for (int r = 0; r < kX8Rows; ++r) {
+    std::vector<uint8_t> back(w_stride, 0xAB);
+    t.of(wt).unpack_x8_row(n, group.data(), r, back.data());
+    CHECK(back == rows[r]);
+  }
   std::vector<int32_t> sums(static_cast<size_t>(nc * (n / kQK)) + 1);
   if (t.of(at).block_sums) {
     for (int c = 0; c < nc; ++c) t.of(at).block_sums(n, acts[c].data(), sums.data() + c * (n / kQK));
@@ -546,7 +553,7 @@ void check_gemm_x8(const KernelTable& t, GgmlType wt, const std::vector<std::vec
   }
 }
 
-const GgmlType kX8WeightTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K};
+const GgmlType kX8WeightTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K};
 
 TEST_CASE("AVX2 and AVX-512 x8 products match ref's vec_dot on random and adversarial rows", "[avx2]") {
   for (const KernelTable* t : gemm_tables()) {
