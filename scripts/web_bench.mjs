@@ -80,7 +80,9 @@ try {
     for (const threads of threadList) {
       const openPage = async () => {
         const page = await browser.newPage();
-        page.on('pageerror', (e) => console.error('page error:', e.message)); page.on('console', (m) => console.error('console:', m.type(), m.text().slice(0, 300)));
+        page.on('pageerror', (e) => console.error('page error:', e.message));
+        // The worker's errors (a failed model read, out of memory) reach only the console.
+        page.on('console', (m) => m.type() === 'error' && console.error('console:', m.text().slice(0, 300)));
         await page.goto(`${server.url}/index.html`);
         await page.waitForFunction(() => window.benchReady === true);
         return page;

@@ -34,7 +34,7 @@ struct Q8_0 {
 template <int NC>
 struct Q6_K {
   static void run(int64_t n, const void* g, const void* a, size_t as, const int32_t* sums, float* o, size_t os) {
-    x8::gemm_q6_k<NC>(n, g, a, as, sums, o, os);
+    x8::gemm_q6_k<MaddubsDot, NC>(n, g, a, as, sums, o, os);
   }
 };
 

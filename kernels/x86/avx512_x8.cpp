@@ -1,5 +1,5 @@
 // AVX-512 VNNI instantiation of the x8 products (x8_gemm_impl.h): vpdpbusd steps (no
-// int16 limits, one instruction per 4 byte products); Q6_K uses the shared maddubs form.
+// int16 limits, one instruction per 4 byte products).
 #include "kernels/x86/x8.h"
 #include "kernels/x86/x8_gemm_impl.h"
 
@@ -36,7 +36,7 @@ struct Q8_0 {
 template <int NC>
 struct Q6_K {
   static void run(int64_t n, const void* g, const void* a, size_t as, const int32_t* sums, float* o, size_t os) {
-    x8::gemm_q6_k<NC>(n, g, a, as, sums, o, os);
+    x8::gemm_q6_k<VnniDot, NC>(n, g, a, as, sums, o, os);
   }
 };
 

@@ -26,7 +26,11 @@ after(async () => {
   assert.equal(code, 0, server.stderr());
 });
 
-const question = [{ role: 'user', content: 'What is the capital of France?' }];
+// Not "What is the capital of France?": under the default system prompt SmolLM2's first
+// token is a near-tie there (0.03 logits between "The" and "L"), which any kernel's
+// rounding may flip. This phrasing's first token leads by 2.3 logits (ref and SIMD
+// kernels alike) and the reply is "The capital city of France is Paris."
+const question = [{ role: 'user', content: 'What is the name of the capital city of France?' }];
 
 test('chat completion, not streamed', async () => {
   const r = await client.chat.completions.create({ model: alias, messages: question, temperature: 0, max_tokens: 32 });
