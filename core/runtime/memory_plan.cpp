@@ -55,14 +55,27 @@ uint64_t plan_scratch_bytes(const ModelConfig& c, const MemoryPlanOptions& o) {
   return static_cast<uint64_t>(o.n_sessions) * (4 * floats + matmul + attention);
 }
 
+namespace {
+
+// Bytes a matrix takes once the selected kernels repack it into their x8 layout
+// (LlamaModel::repack_weights); most layouts keep the size, Q4_K's grows by 1/36.
+uint64_t resident_bytes(const GgufTensorInfo& t) {
+  const TypeKernels& k = kernels().of(t.type);
+  if (!k.repack_x8 || k.x8_block_bytes == 0 || t.dims.size() != 2 || t.dims[1] % kX8Rows != 0) return t.n_bytes;
+  return std::max<uint64_t>(t.n_bytes, x8_group_bytes(k, t.type, t.dims[0]) * static_cast<uint64_t>(t.dims[1] / kX8Rows));
+}
+
+}  // namespace
+
 MemoryPlan plan_memory(const GgufModel& model, const ModelConfig& c, const MemoryPlanOptions& o) {
   MemoryPlan p;
   std::map<int, uint64_t> layers;
   for (const GgufTensorInfo& t : model.tensors) {
-    p.weights_bytes += t.n_bytes;
+    const uint64_t n_bytes = resident_bytes(t);
+    p.weights_bytes += n_bytes;
     const int l = layer_index(t.name);
-    if (l < 0) p.non_layer_bytes += t.n_bytes;
-    else layers[l] += t.n_bytes;
+    if (l < 0) p.non_layer_bytes += n_bytes;
+    else layers[l] += n_bytes;
   }
   for (const auto& [l, n] : layers) p.max_layer_bytes = std::max(p.max_layer_bytes, n);
   p.kv_bytes = plan_kv_bytes(c, o);
