@@ -53,7 +53,7 @@ ForwardScratch::ForwardScratch(const ModelConfig& c, int n_batch_, int n_ctx, in
       logits(static_cast<size_t>(all_logits ? n_batch_ : 1) * c.n_vocab),
       att(n_tasks_, n_ctx, std::max(c.head_dim, c.head_dim_v)) {}
 
-LlamaModel::LlamaModel(const ModelConfig& config, WeightStore& store)
+LlamaModel::LlamaModel(const ModelConfig& config, WeightStore& store, Parallel* par)
     : config_(config), store_(store) {
   const GgufModel& m = store.model();
   const bool bias = config.has_qkv_bias;
@@ -72,7 +72,8 @@ LlamaModel::LlamaModel(const ModelConfig& config, WeightStore& store)
   output_norm_ = require(m, "output_norm.weight");
   output_ = config.tied_output ? token_embd_ : require(m, "output.weight");
   store_.acquire(-1);  // tensors outside layers stay resident for the model's life
-  repack_weights();
+  InlineParallel inline_par;
+  repack_weights(par != nullptr ? *par : inline_par);
   if (config.has_rope_freqs) {
     rope_freqs_.resize(config.n_rot / 2);
     dequantize(require(m, "rope_freqs.weight"), rope_freqs_.data());
@@ -88,7 +89,7 @@ Matrix LlamaModel::matrix(const GgufTensorInfo* t) {
   return Matrix{store_.tensor_bytes(*t).data(), t->type, t->dims[0], t->dims[1]};
 }
 
-void LlamaModel::repack_weights() {
+void LlamaModel::repack_weights(Parallel& par) {
   const KernelTable& table = kernels();
   auto consider = [&](const GgufTensorInfo* t) {
     if (t == nullptr || x8_.count(t)) return;
@@ -105,9 +106,15 @@ void LlamaModel::repack_weights() {
     store_.acquire(layer);
     const uint8_t* src = store_.tensor_bytes(*t).data();
     const size_t rb = row_bytes(t->type, t->dims[0]);
-    for (int64_t g = 0; g < n_groups; ++g) {
-      k.repack_x8(t->dims[0], src + static_cast<size_t>(g) * kX8Rows * rb, rb, dst + static_cast<size_t>(g) * group_bytes);
-    }
+    // Split over the threads: most of a load's time is the kernel zeroing the copy's
+    // fresh pages, which happens on the thread that first writes them.
+    const int n_tasks = n_tasks_for(par, n_groups);
+    par.run(n_tasks, [&](int task) {
+      for (int64_t g = split_begin(n_groups, task, n_tasks); g < split_begin(n_groups, task + 1, n_tasks); ++g) {
+        k.repack_x8(t->dims[0], src + static_cast<size_t>(g) * kX8Rows * rb, rb,
+                    dst + static_cast<size_t>(g) * group_bytes);
+      }
+    });
     store_.release(layer);
     store_.drop(*t);
     x8_.emplace(t, dst);

@@ -49,9 +49,10 @@ struct ForwardScratch {
 
 class LlamaModel {
  public:
-  // Resolves every tensor (the config has validated them) and dequantizes the
-  // tensors outside layers that are small (rope_freqs). `store` must outlive this.
-  LlamaModel(const ModelConfig& config, WeightStore& store);
+  // Resolves every tensor (the config has validated them), dequantizes the tensors
+  // outside layers that are small (rope_freqs) and repacks the matrices the kernels have
+  // an x8 layout for, on `par`'s threads when given. `store` must outlive this.
+  LlamaModel(const ModelConfig& config, WeightStore& store, Parallel* par = nullptr);
   ~LlamaModel();
   LlamaModel(const LlamaModel&) = delete;
   LlamaModel& operator=(const LlamaModel&) = delete;
@@ -98,7 +99,7 @@ class LlamaModel {
   void dequantize(const GgufTensorInfo* t, float* dst);
   // Rewrites the matrices the kernels have a row-interleaved layout for into copies the
   // store keeps (WeightStore::copy_space), where the store offers that.
-  void repack_weights();
+  void repack_weights(Parallel& par);
 
   ModelConfig config_;
   WeightStore& store_;

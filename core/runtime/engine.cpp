@@ -53,11 +53,11 @@ std::unique_ptr<Engine> Engine::load(std::unique_ptr<WeightStore> store,
     }
   }
   e->store_ = std::move(store);
-  e->model_ = std::make_unique<LlamaModel>(config, *e->store_);
   e->options_ = options;
   if (e->options_.n_ctx == 0) e->options_.n_ctx = std::min(config.n_ctx_train, kDefaultMaxContext);
   e->options_.n_batch = std::min(e->options_.n_batch, e->options_.n_ctx);
   if (!e->options_.parallel) e->options_.parallel = std::make_shared<InlineParallel>();
+  e->model_ = std::make_unique<LlamaModel>(config, *e->store_, e->options_.parallel.get());
   e->load_ms_ = ms_since(start);
   return e;
 }
