@@ -22,7 +22,7 @@ constexpr const char* kUsage =
     "  synth-model  write a synthetic 1B/8B-shaped GGUF for benchmarks\n"
     "\n"
     "`runnel COMMAND --help` describes a command's options.\n"
-    "RUNNEL_ISA=ref|avx2|... forces the kernel set.\n";
+    "RUNNEL_ISA=ref|avx2|avx512|neon forces the kernel set.\n";
 
 // Messages must stay on one line whatever produced them.
 std::string one_line(std::string s) {

@@ -8,6 +8,10 @@
 #   release  Release build in build-release; ctest (unit_tests, native_tests) and
 #            the [real] tests on the SmolLM2 model
 #   asan     ASan+UBSan build (RelWithDebInfo) in build-asan; the same tests
+#   neon     aarch64 cross build of unit_tests in build-neon
+#            (scripts/aarch64-toolchain.cmake), run under qemu-aarch64: on a CPU with
+#            the dot-product extension (-cpu max, by ctest) and on one without
+#            (-cpu cortex-a53); about 3 minutes from a clean folder and a cold ccache
 #   wasm     Emscripten build of unit_tests in build-wasm, run under node by ctest; then
 #            the runnel-llm module (npm run build in wasm/: build-wasm-module{,-mt})
 #            and its Node tests (node --test tests/wasm/, needs build-release/runnel)
@@ -30,7 +34,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-readonly kAllStages=(release asan wasm web parity memory server)
+readonly kAllStages=(release asan neon wasm web parity memory server)
 readonly kJobs="${RUNNEL_JOBS:-2}"  # the machines have 2 cores, shared
 
 export RUNNEL_MODEL="${RUNNEL_MODEL:-$root/models/SmolLM2-135M-Instruct.Q4_1.gguf}"
@@ -112,6 +116,20 @@ stage_asan() {
   ninja -C build-asan -j"$kJobs"
   ctest --test-dir build-asan --output-on-failure
   run_real_tests build-asan
+  end
+}
+
+stage_neon() {
+  begin neon "aarch64 cross build of unit_tests, run under qemu (build-neon)"
+  # Only unit_tests: native/ (httplib server, mmap store) is not built for aarch64.
+  cmake -S . -B build-neon -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_TOOLCHAIN_FILE=scripts/aarch64-toolchain.cmake
+  ninja -C build-neon -j"$kJobs" unit_tests
+  # The toolchain's emulator: qemu's `max` CPU has dotprod, so both NEON tables run.
+  ctest --test-dir build-neon --output-on-failure -R '^unit_tests$'
+  # A CPU without dotprod: automatic selection must fall back to the baseline NEON table.
+  echo "-- build-neon/tests/unit_tests on qemu -cpu cortex-a53 (no dot-product extension)"
+  qemu-aarch64 -L /usr/aarch64-linux-gnu -cpu cortex-a53 build-neon/tests/unit_tests
   end
 }
 

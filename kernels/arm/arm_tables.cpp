@@ -1,26 +1,101 @@
-// Builds the NEON kernel tables from the reference tables plus the NEON entries.
+// Builds the NEON kernel tables from the reference tables plus the NEON entries, and
+// checks the CPU. Compiled for baseline aarch64 (no +dotprod): everything here must run
+// on any aarch64 CPU, since it decides whether the dot-product code may run at all.
+//
+// Without the dot-product extension the table still has every NEON entry that does not
+// need it (the baseline set: all 13 dots with widening multiplies, the 3 quantizers);
+// with it, the 10 integer dots are replaced by their vdotq_s32 versions.
+#include <sys/auxv.h>
+
 #include "kernels/arm/arm.h"
+#include "kernels/arm/neon.h"
 
 namespace runnel {
 namespace {
 
-KernelTable build_neon_table() {
+using DotFn = float (*)(int64_t, const void*, const void*);
+
+void set_dot(KernelTable& t, GgmlType type, DotFn fn) {
+  t.types[static_cast<uint32_t>(type)].vec_dot = fn;
+}
+
+KernelTable build_neon_baseline_table() {
   KernelTable t = ref_kernels();  // types not sped up keep their reference entries
   t.isa = "neon";
+  auto quant = [&t](GgmlType type, void (*fn)(const float*, void*, int64_t)) {
+    t.types[static_cast<uint32_t>(type)].quantize_row = fn;
+  };
+  using G = GgmlType;
+  set_dot(t, G::F32, neon::vec_dot_f32);
+  set_dot(t, G::F16, neon::vec_dot_f16);
+  set_dot(t, G::BF16, neon::vec_dot_bf16);
+  set_dot(t, G::Q4_0, neon::vec_dot_q4_0);
+  set_dot(t, G::Q4_1, neon::vec_dot_q4_1);
+  set_dot(t, G::Q5_0, neon::vec_dot_q5_0);
+  set_dot(t, G::Q5_1, neon::vec_dot_q5_1);
+  set_dot(t, G::Q8_0, neon::vec_dot_q8_0);
+  set_dot(t, G::Q2_K, neon::vec_dot_q2_k);
+  set_dot(t, G::Q3_K, neon::vec_dot_q3_k);
+  set_dot(t, G::Q4_K, neon::vec_dot_q4_k);
+  set_dot(t, G::Q5_K, neon::vec_dot_q5_k);
+  set_dot(t, G::Q6_K, neon::vec_dot_q6_k);
+  // Activation quantizers (Q8_0 is also a weight type; its quantizer is exact either way).
+  quant(G::Q8_0, neon::quantize_row_q8_0);
+  quant(G::Q8_1, neon::quantize_row_q8_1);
+  quant(G::Q8_K, neon::quantize_row_q8_k);
+  return t;
+}
+
+KernelTable build_neon_dotprod_table(const KernelTable& baseline) {
+  KernelTable t = baseline;
+  using G = GgmlType;
+  set_dot(t, G::Q4_0, neon::dotprod::vec_dot_q4_0);
+  set_dot(t, G::Q4_1, neon::dotprod::vec_dot_q4_1);
+  set_dot(t, G::Q5_0, neon::dotprod::vec_dot_q5_0);
+  set_dot(t, G::Q5_1, neon::dotprod::vec_dot_q5_1);
+  set_dot(t, G::Q8_0, neon::dotprod::vec_dot_q8_0);
+  set_dot(t, G::Q2_K, neon::dotprod::vec_dot_q2_k);
+  set_dot(t, G::Q3_K, neon::dotprod::vec_dot_q3_k);
+  set_dot(t, G::Q4_K, neon::dotprod::vec_dot_q4_k);
+  set_dot(t, G::Q5_K, neon::dotprod::vec_dot_q5_k);
+  set_dot(t, G::Q6_K, neon::dotprod::vec_dot_q6_k);
   return t;
 }
 
 FloatOps build_neon_float_ops() {
-  FloatOps ops = ref_float_ops();
+  FloatOps ops = ref_float_ops();  // the rest: g++ vectorizes ref's loops already
   ops.isa = "neon";
+  ops.silu = neon::silu;
+  ops.swiglu = neon::swiglu;
+  ops.softmax = neon::softmax;
   return ops;
 }
 
 }  // namespace
 
-const KernelTable* neon_kernels() {
-  static const KernelTable table = build_neon_table();
+bool cpu_has_neon() {
+  return true;  // Advanced SIMD is part of every aarch64 CPU
+}
+
+bool cpu_has_dotprod() {
+  static const bool has = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+  return has;
+}
+
+const KernelTable* neon_baseline_kernels() {
+  static const KernelTable table = build_neon_baseline_table();
   return &table;
+}
+
+const KernelTable* neon_dotprod_kernels() {
+  if (!cpu_has_dotprod()) return nullptr;
+  static const KernelTable table = build_neon_dotprod_table(*neon_baseline_kernels());
+  return &table;
+}
+
+const KernelTable* neon_kernels() {
+  const KernelTable* t = neon_dotprod_kernels();
+  return t != nullptr ? t : neon_baseline_kernels();
 }
 
 const FloatOps* neon_float_ops() {
@@ -28,8 +103,4 @@ const FloatOps* neon_float_ops() {
   return &ops;
 }
 
-}  // namespace runnel
-
-namespace runnel {
-bool cpu_has_neon() { return true; }  // Advanced SIMD is part of every aarch64 CPU
 }  // namespace runnel
