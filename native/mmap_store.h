@@ -30,8 +30,8 @@ class MmapStore : public WeightStore {
   const GgufModel& model() const override { return model_; }
   std::span<const uint8_t> tensor_bytes(const GgufTensorInfo& tensor) override;
 
-  // Asks the kernel to read layer `layer`'s tensors ahead (MADV_WILLNEED);
-  // layer -1 means the tensors outside blk.N.
+  // Asks the kernel to read a streamed layer's tensors ahead (MADV_WILLNEED); a
+  // no-op for layers that stay resident.
   void prefetch(int layer) override;
 
   // Streaming residency, for weights larger than the memory budget: the first layers
