@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/ref/ops.h"
+
 namespace runnel::avx2 {
 
 // ---- legacy 32-element blocks (avx2_legacy.cpp). Activations from quantize_row_q8_0/1
@@ -51,5 +53,17 @@ void gemm_q4_k(int64_t n, const void* w, size_t w_stride, int nr, const void* pa
                float* out, size_t out_stride);
 void gemm_q6_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
                float* out, size_t out_stride);
+
+// ---- float ops of a forward pass (avx2_ops.cpp); contracts in kernels/ref/ops.h, bounds
+// against ref in tests/kernels/x86/avx2_ops_test.cpp.
+void rms_norm(const float* x, const float* w, float* out, int64_t n, float eps);  // bit-exact
+void softmax(float* x, int64_t n);
+void silu(const float* x, float* out, int64_t n);
+void swiglu(const float* gate, const float* up, float* out, int64_t n);
+void add(const float* a, const float* b, float* out, int64_t n);  // bit-exact
+void mul(const float* a, const float* b, float* out, int64_t n);  // bit-exact
+void scale(float* x, int64_t n, float s);                         // bit-exact
+void axpy(const float* x, float* y, int64_t n, float s);
+void rope_apply(float* x, int64_t n_rot, const float* cos_sin, ref::RopeStyle style);
 
 }  // namespace runnel::avx2

@@ -79,6 +79,15 @@ KernelTable build_avx2_table() {
 FloatOps build_avx2_float_ops() {
   FloatOps ops = ref_float_ops();
   ops.isa = "avx2";
+  ops.rms_norm = avx2::rms_norm;
+  ops.softmax = avx2::softmax;
+  ops.silu = avx2::silu;
+  ops.swiglu = avx2::swiglu;
+  ops.add = avx2::add;
+  ops.mul = avx2::mul;
+  ops.scale = avx2::scale;
+  ops.axpy = avx2::axpy;
+  ops.rope_apply = avx2::rope_apply;
   return ops;
 }
 
