@@ -28,7 +28,8 @@
 #   server   node --test tests/server/: `runnel serve` driven by the openai npm client,
 #            then scripts/load_test.sh (wrk, 32 connections, 60 s, --slots 1 --queue 8)
 # Fails fast: the first failing stage stops the run and is named in the summary.
-# On 2 cores the full run takes about 30 minutes from clean build folders.
+# On 2 cores the full run takes about 35-40 minutes from clean build folders and a cold
+# ccache (under 10 minutes with a warm one).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
