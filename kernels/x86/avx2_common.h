@@ -7,6 +7,9 @@
 #include <cstdint>
 
 namespace runnel::avx2 {
+// Internal linkage: avx512_gemm.cpp includes these too, compiled with the AVX-512 flags;
+// with external linkage the linker could keep that copy for the AVX2 kernels.
+namespace {
 
 // One f16 (raw bits) to float; equal to fp16_to_fp32 for every non-NaN input.
 inline float f16(uint16_t h) {
@@ -83,4 +86,5 @@ inline __m256i pack_32_to_i8(__m256i a, __m256i b, __m256i c, __m256i d) {
   return _mm256_permutevar8x32_epi32(abcd, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
+}  // namespace
 }  // namespace runnel::avx2

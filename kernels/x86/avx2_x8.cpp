@@ -19,60 +19,8 @@ struct MaddubsDot {
   }
 };
 
-template <int NC>
-struct Q4_0 {
-  static void run(int64_t n, const void* g, const void* a, size_t as, const int32_t* sums, float* o, size_t os) {
-    x8::gemm_q4_0<MaddubsDot, NC>(n, g, a, as, sums, o, os);
-  }
-};
-template <int NC>
-struct Q8_0 {
-  static void run(int64_t n, const void* g, const void* a, size_t as, const int32_t* sums, float* o, size_t os) {
-    x8::gemm_q8_0<MaddubsDot, NC>(n, g, a, as, sums, o, os);
-  }
-};
-template <int NC>
-struct Q6_K {
-  static void run(int64_t n, const void* g, const void* a, size_t as, const int32_t* sums, float* o, size_t os) {
-    x8::gemm_q6_k<MaddubsDot, NC>(n, g, a, as, sums, o, os);
-  }
-};
-
-template <int NC>
-struct Q4_K {
-  static void run(int64_t n, const void* g, const void* a, size_t as, const int32_t* sums, float* o, size_t os) {
-    x8::gemm_q4_k<MaddubsDot, NC>(n, g, a, as, sums, o, os);
-  }
-};
-
-template <int NC>
-struct Q4_1 {
-  static void run(int64_t n, const void* g, const void* a, size_t as, const int32_t* sums, float* o, size_t os) {
-    x8::gemm_q4_1<MaddubsDot, NC>(n, g, a, as, sums, o, os);
-  }
-};
-
 }  // namespace
 
-void gemm_x8_q4_1(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
-                  float* out, size_t out_stride) {
-  x8::ByTokens<Q4_1>::call(n, group, a, a_stride, a_sums, nc, out, out_stride);
-}
-void gemm_x8_q4_k(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
-                  float* out, size_t out_stride) {
-  x8::ByTokens<Q4_K>::call(n, group, a, a_stride, a_sums, nc, out, out_stride);
-}
-void gemm_x8_q4_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
-                  float* out, size_t out_stride) {
-  x8::ByTokens<Q4_0>::call(n, group, a, a_stride, a_sums, nc, out, out_stride);
-}
-void gemm_x8_q8_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
-                  float* out, size_t out_stride) {
-  x8::ByTokens<Q8_0>::call(n, group, a, a_stride, a_sums, nc, out, out_stride);
-}
-void gemm_x8_q6_k(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
-                  float* out, size_t out_stride) {
-  x8::ByTokens<Q6_K>::call(n, group, a, a_stride, a_sums, nc, out, out_stride);
-}
+RUNNEL_X8_DEFINE_PRODUCTS(MaddubsDot)
 
 }  // namespace runnel::avx2

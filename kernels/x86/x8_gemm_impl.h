@@ -18,6 +18,10 @@
 #include "kernels/x86/x8_layout.h"
 
 namespace runnel::x8 {
+// Internal linkage: avx2_x8.cpp and avx512_x8.cpp compile these with different ISA flags,
+// and with external linkage the linker could keep the AVX-512 copy of a helper for the
+// AVX2 entries, which must run on CPUs without AVX-512.
+namespace {
 
 inline __m256i load_256(const void* p) {
   return _mm256_loadu_si256(static_cast<const __m256i*>(p));
@@ -281,15 +285,23 @@ void gemm_q4_k(int64_t n, const void* group, const void* a, size_t a_stride, con
 
 using GemmFn = void (*)(int64_t, const void*, const void*, size_t, const int32_t*, float*, size_t);
 
-// One instantiation per token count, so the accumulators stay in registers.
-template <template <int> class K>
-struct ByTokens {
-  static constexpr GemmFn fns[kGemmCols] = {K<1>::run, K<2>::run, K<3>::run, K<4>::run,
-                                            K<5>::run, K<6>::run, K<7>::run, K<8>::run};
-  static void call(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
-                   float* out, size_t out_stride) {
-    fns[nc - 1](n, group, a, a_stride, a_sums, out, out_stride);
-  }
-};
-
+}  // namespace
 }  // namespace runnel::x8
+
+// Defines the gemm_x8 entries x8.h declares, in the namespace of the ISA file that
+// expands it, over that file's integer step `Dot`: one instantiation per token count,
+// so the accumulators stay in registers.
+#define RUNNEL_X8_DEFINE_PRODUCT(type, Dot)                                                                 \
+  void gemm_x8_##type(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, \
+                      int nc, float* out, size_t out_stride) {                                              \
+    static constexpr x8::GemmFn kByTokens[kGemmCols] = {                                                    \
+        x8::gemm_##type<Dot, 1>, x8::gemm_##type<Dot, 2>, x8::gemm_##type<Dot, 3>, x8::gemm_##type<Dot, 4>,   \
+        x8::gemm_##type<Dot, 5>, x8::gemm_##type<Dot, 6>, x8::gemm_##type<Dot, 7>, x8::gemm_##type<Dot, 8>};  \
+    kByTokens[nc - 1](n, group, a, a_stride, a_sums, out, out_stride);                                      \
+  }
+#define RUNNEL_X8_DEFINE_PRODUCTS(Dot)  \
+  RUNNEL_X8_DEFINE_PRODUCT(q4_0, Dot)   \
+  RUNNEL_X8_DEFINE_PRODUCT(q4_1, Dot)   \
+  RUNNEL_X8_DEFINE_PRODUCT(q8_0, Dot)   \
+  RUNNEL_X8_DEFINE_PRODUCT(q4_k, Dot)   \
+  RUNNEL_X8_DEFINE_PRODUCT(q6_k, Dot)
