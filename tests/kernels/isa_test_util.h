@@ -1,6 +1,5 @@
-// Rows and blocks for testing a per-ISA kernel table against kernels/ref (used by
-// tests/kernels/arm/neon_test.cpp; the same ideas as the helpers inside
-// tests/kernels/x86/avx2_test.cpp): random and adversarial float rows for the
+// Rows and blocks for testing a per-ISA kernel table against kernels/ref (used by the
+// per-ISA tests under tests/kernels/): random and adversarial float rows for the
 // quantizers, raw weight / activation blocks with extreme scales and bytes for the
 // dots, and the magnitude S = sum |w_i a_i| that the dot error bounds are relative to.
 #pragma once

@@ -29,6 +29,7 @@
 #include "kernels/wasm/simd128.h"
 #include "kernels/wasm/simd128_common.h"
 #include "kernels/wasm/wasm.h"
+#include "tests/kernels/isa_test_util.h"
 #include "tests/kernels/test_util.h"
 
 namespace runnel {
@@ -40,78 +41,17 @@ const KernelTable& simd() {
   return *simd128_kernels();
 }
 
-const int64_t kLengths[] = {256, 768, 1792, 4096};     // 1, 3 and 7 super-blocks, 4096
-const int64_t kLegacyLengths[] = {32, 96, 224, 4096};  // 1, 3 and 7 blocks, 4096
-
-// ---------------------------------------------------------------- rows
-
-enum class RowKind {
-  kBell,
-  kHeavy,
-  kZero,
-  kHalves,
-  kNegativeMax,
-  kSignTie,
-  kOneHot,
-  kSmall,
-  kTiny,
-  kHuge
-};
-const RowKind kRowKinds[] = {
-    RowKind::kBell,    RowKind::kHeavy,  RowKind::kZero,  RowKind::kHalves, RowKind::kNegativeMax,
-    RowKind::kSignTie, RowKind::kOneHot, RowKind::kSmall, RowKind::kTiny,   RowKind::kHuge};
-
-std::vector<float> make_row(RowKind kind, Rng& rng, int64_t n) {
-  std::vector<float> x(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    float& v = x[static_cast<size_t>(i)];
-    switch (kind) {
-      case RowKind::kBell:
-        v = rng.bell();
-        break;
-      case RowKind::kHeavy:
-        v = rng.heavy();
-        break;
-      case RowKind::kZero:
-        v = 0.0f;
-        break;
-      // amax 127 in every 32-block -> d = 1, x * id = k + 0.5 exactly: tests the rounding
-      // rule (half away from zero for Q8_0/Q8_1, ties to even for Q8_K).
-      case RowKind::kHalves:
-        v = i % 32 == 0 ? 127.0f
-                        : static_cast<float>(static_cast<int>(rng.next() % 253) - 126) + 0.5f;
-        break;
-      case RowKind::kNegativeMax:
-        v = i % 32 == 5 ? -9.0f : rng.symmetric();
-        break;
-      // +amax and -amax in one block: the first one fixes the sign of the Q8_K scale.
-      case RowKind::kSignTie:
-        v = i % 64 == 3 ? -4.0f : i % 64 == 40 ? 4.0f : rng.symmetric();
-        break;
-      case RowKind::kOneHot:
-        v = i % 97 == 13 ? -3.25f : 0.0f;
-        break;
-      case RowKind::kSmall:
-        v = rng.symmetric() * 1e-35f;
-        break;  // subnormal d, finite 1/d
-      case RowKind::kTiny:
-        v = rng.symmetric() * 1e-38f;
-        break;  // subnormal quotients, 1/d = inf
-      case RowKind::kHuge:
-        v = rng.symmetric() * 1e30f;
-        break;  // f16 scale overflows
-    }
-  }
-  return x;
-}
-
-std::vector<uint8_t> quantize_with(const KernelTable& t, GgmlType type,
-                                   const std::vector<float>& x) {
-  const auto n = static_cast<int64_t>(x.size());
-  std::vector<uint8_t> q(row_bytes(type, n), 0xAB);  // poison: every byte must be written
-  t.of(type).quantize_row(x.data(), q.data(), n);
-  return q;
-}
+using test::dot_magnitude;
+using test::kQuantWeightTypes;
+using test::kRowKinds;
+using test::make_row;
+using test::quantize_with;
+using test::raw_activation_row;
+using test::raw_weight_row;
+using test::RowKind;
+// 1, 3 and 7 (super-)blocks, and 4096
+constexpr auto& kLengths = test::kSuperBlockLengths;
+constexpr auto& kLegacyLengths = test::kBlockLengths;
 
 TEST_CASE("SIMD128 activation quantizers give the same bytes as ref", "[simd128]") {
   for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8_K}) {
@@ -133,104 +73,6 @@ TEST_CASE("SIMD128 activation quantizers give the same bytes as ref", "[simd128]
 
 // ---------------------------------------------------------------- dots of quantized rows
 
-// Adversarial f16 scales: zero, largest normal, negative, smallest subnormal, ordinary.
-const uint16_t kScaleBits[] = {0x0000, 0x7BFF, 0xFBFF, 0x0001, 0x3C00, 0xB400, 0x2E66, 0x1400};
-
-uint16_t pick_scale(Rng& rng) {
-  return kScaleBits[rng.next() % (sizeof kScaleBits / sizeof kScaleBits[0])];
-}
-
-void put_u16(uint8_t* p, uint16_t v) {
-  std::memcpy(p, &v, sizeof v);
-}
-
-// Fills raw blocks with random (or extreme) bytes, then sets the scale fields.
-// byte_mode: 0 random, 1 all 0x00, 2 all 0xFF (max scales, max quants, all high bits).
-std::vector<uint8_t> raw_weight_row(GgmlType type, int64_t n, Rng& rng, int byte_mode) {
-  const TypeTraits tr = traits(type);
-  std::vector<uint8_t> w(row_bytes(type, n));
-  for (auto& b : w)
-    b = byte_mode == 0 ? static_cast<uint8_t>(rng.next()) : byte_mode == 1 ? 0x00 : 0xFF;
-  for (int64_t b = 0; b < n / tr.block_size; ++b) {
-    uint8_t* block = w.data() + b * tr.type_size;
-    switch (type) {
-      case GgmlType::Q4_1:
-      case GgmlType::Q5_1:
-      case GgmlType::Q4_K:  // d, then m / dmin
-      case GgmlType::Q5_K:
-        put_u16(block, pick_scale(rng));
-        put_u16(block + 2, pick_scale(rng));
-        break;
-      case GgmlType::Q6_K:
-        put_u16(block + offsetof(ref::BlockQ6_K, d), pick_scale(rng));
-        break;
-      case GgmlType::Q3_K:
-        put_u16(block + offsetof(ref::BlockQ3_K, d), pick_scale(rng));
-        break;
-      case GgmlType::Q2_K:
-        put_u16(block + offsetof(ref::BlockQ2_K, d), pick_scale(rng));
-        put_u16(block + offsetof(ref::BlockQ2_K, dmin), pick_scale(rng));
-        break;
-      default:  // Q4_0, Q5_0, Q8_0: d first
-        put_u16(block, pick_scale(rng));
-        break;
-    }
-  }
-  return w;
-}
-
-// Raw activation blocks obeying the quantizers' contract: q in [-127, 127], Q8_K bsums
-// equal to the sums of their 16 quants; scales adversarial.
-std::vector<uint8_t> raw_activation_row(GgmlType type, int64_t n, Rng& rng, bool extreme) {
-  std::vector<uint8_t> a(row_bytes(type, n));
-  auto quant = [&rng, extreme]() -> int8_t {
-    if (extreme) return rng.next() % 2 ? 127 : -127;
-    return static_cast<int8_t>(static_cast<int>(rng.next() % 255) - 127);
-  };
-  if (type == GgmlType::Q8_K) {
-    for (int64_t b = 0; b < n / kQK_K; ++b) {
-      ref::BlockQ8_K blk;
-      blk.d = fp16_to_fp32(pick_scale(rng));
-      for (auto& q : blk.qs) q = quant();
-      for (int g = 0; g < kQK_K / 16; ++g) {
-        int sum = 0;
-        for (int i = 0; i < 16; ++i) sum += blk.qs[16 * g + i];
-        blk.bsums[g] = static_cast<int16_t>(sum);
-      }
-      std::memcpy(a.data() + b * sizeof blk, &blk, sizeof blk);
-    }
-    return a;
-  }
-  const size_t block_bytes = traits(type).type_size;
-  const size_t header = type == GgmlType::Q8_1 ? 4 : 2;  // d (and s)
-  for (int64_t b = 0; b < n / kQK; ++b) {
-    uint8_t* block = a.data() + b * block_bytes;
-    put_u16(block, pick_scale(rng));
-    if (type == GgmlType::Q8_1) put_u16(block + 2, pick_scale(rng));
-    for (int j = 0; j < kQK; ++j) block[header + j] = static_cast<uint8_t>(quant());
-  }
-  return a;
-}
-
-// S of the header comment: sum |w_i a_i| over decoded rows, plus Q4_1/Q5_1 min terms.
-double dot_magnitude(GgmlType wt, const std::vector<uint8_t>& w, const std::vector<uint8_t>& a,
-                     int64_t n) {
-  const GgmlType at = ref_kernels().of(wt).vec_dot_type;
-  const auto wd = test::dequantize(wt, w, n);
-  const auto ad = test::dequantize(at, a, n);
-  double s = 0.0;
-  for (int64_t i = 0; i < n; ++i) s += std::fabs(static_cast<double>(wd[i]) * ad[i]);
-  if (wt == GgmlType::Q4_1 || wt == GgmlType::Q5_1) {
-    for (int64_t b = 0; b < n / kQK; ++b) {
-      uint16_t m, sa;
-      std::memcpy(&m, w.data() + b * traits(wt).type_size + 2, 2);
-      std::memcpy(&sa, a.data() + b * sizeof(ref::BlockQ8_1) + 2, 2);
-      s += std::fabs(static_cast<double>(fp16_to_fp32(m)) * fp16_to_fp32(sa));
-    }
-  }
-  return s;
-}
-
 void check_dot(GgmlType wt, const std::vector<uint8_t>& w, const std::vector<uint8_t>& a,
                int64_t n) {
   const float expected = ref_kernels().of(wt).vec_dot(n, w.data(), a.data());
@@ -240,10 +82,6 @@ void check_dot(GgmlType wt, const std::vector<uint8_t>& w, const std::vector<uin
   REQUIRE(std::isfinite(expected));
   CHECK(std::fabs(static_cast<double>(got) - expected) <= bound);
 }
-
-const GgmlType kQuantWeightTypes[] = {
-    GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
-    GgmlType::Q4_K, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 TEST_CASE("SIMD128 quantized dots match ref on quantized random rows", "[simd128]") {
   for (GgmlType wt : kQuantWeightTypes) {
@@ -278,7 +116,7 @@ TEST_CASE("SIMD128 quantized dots match ref on adversarial blocks", "[simd128]")
                        << ", extreme activations " << extreme);
           Rng rng(static_cast<uint64_t>(n) * 7 + static_cast<uint64_t>(byte_mode) * 3 +
                   static_cast<uint64_t>(extreme));
-          const auto w = raw_weight_row(wt, n, rng, byte_mode);
+          const auto w = raw_weight_row(wt, n, rng, static_cast<test::ByteMode>(byte_mode));
           const auto a = raw_activation_row(at, n, rng, extreme != 0);
           check_dot(wt, w, a, n);
         }
