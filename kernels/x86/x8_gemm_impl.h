@@ -50,29 +50,40 @@ inline void prefetch_ahead(const Block* blocks, int64_t b) {
   for (size_t i = 0; i < sizeof(Block); i += 64) _mm_prefetch(p + i, _MM_HINT_T1);
 }
 
+// The 8 rows' f16 block scales (or mins) as floats.
+inline __m256 f16x8(const uint16_t* h) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
+}
+
+// Q4_0 / Q4_1 groups: w[k] = elements 4k .. 4k + 3 of the 8 rows as unsigned nibbles
+// (low nibbles of q[j] are elements 4j .., high nibbles 16 + 4j ..).
+inline void unpack_nibbles(const uint8_t (&q)[4][kRows][4], __m256i* w) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  for (int j = 0; j < 4; ++j) {
+    const __m256i packed = load_256(q[j]);
+    w[j] = _mm256_and_si256(packed, low4);
+    w[4 + j] = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
+  }
+}
+
 template <typename Block>
 const Block* token_blocks(const void* a, size_t a_stride, int c) {
   return reinterpret_cast<const Block*>(static_cast<const uint8_t*>(a) + static_cast<size_t>(c) * a_stride);
 }
 
-// Q4_0 x Q8_0: w[k] holds elements 4k .. 4k + 3 of the 8 rows as unsigned nibbles.
+// Q4_0 x Q8_0: the nibbles are q + 8.
 template <class Dot, int NC>
 void gemm_q4_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, float* out,
                size_t out_stride) {
   const auto* g = static_cast<const BlockQ4_0x8*>(group);
   const int64_t nb = n / kQK;
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256 acc[NC];
   for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     prefetch_ahead(g, b);
     __m256i w[8];
-    for (int j = 0; j < 4; ++j) {
-      const __m256i packed = load_256(g[b].q[j]);
-      w[j] = _mm256_and_si256(packed, low4);                             // elements 4j ..
-      w[4 + j] = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);  // elements 16 + 4j ..
-    }
-    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g[b].d)));
+    unpack_nibbles(g[b].q, w);
+    const __m256 dw = f16x8(g[b].d);
     for (int c = 0; c < NC; ++c) {
       const ref::BlockQ8_0& ab = token_blocks<ref::BlockQ8_0>(a, a_stride, c)[b];
       // dot(q - 8, a) = dot(q, a) - 8 * sum(a); nibbles <= 15, |a| <= 127
@@ -90,19 +101,14 @@ void gemm_q4_1(int64_t n, const void* group, const void* a, size_t a_stride, con
                float* out, size_t out_stride) {
   const auto* g = static_cast<const BlockQ4_1x8*>(group);
   const int64_t nb = n / kQK;
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256 acc[NC];
   for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     prefetch_ahead(g, b);
     __m256i w[8];
-    for (int j = 0; j < 4; ++j) {
-      const __m256i packed = load_256(g[b].q[j]);
-      w[j] = _mm256_and_si256(packed, low4);                             // elements 4j ..
-      w[4 + j] = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);  // elements 16 + 4j ..
-    }
-    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g[b].d)));
-    const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g[b].m)));
+    unpack_nibbles(g[b].q, w);
+    const __m256 dw = f16x8(g[b].d);
+    const __m256 mw = f16x8(g[b].m);
     for (int c = 0; c < NC; ++c) {
       const ref::BlockQ8_1& ab = token_blocks<ref::BlockQ8_1>(a, a_stride, c)[b];
       const __m256i lanes = Dot::sum8_small(w, ab.qs);  // nibbles <= 15, |a| <= 128
@@ -129,7 +135,7 @@ void gemm_q8_0(int64_t n, const void* group, const void* a, size_t a_stride, con
       w[k] = load_256(g[b].q[k]);
       wabs[k] = _mm256_sign_epi8(w[k], w[k]);  // -128 becomes 128 as an unsigned byte
     }
-    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g[b].d)));
+    const __m256 dw = f16x8(g[b].d);
     for (int c = 0; c < NC; ++c) {
       const ref::BlockQ8_0& ab = token_blocks<ref::BlockQ8_0>(a, a_stride, c)[b];
       __m256i lanes = _mm256_setzero_si256();
@@ -214,7 +220,7 @@ void gemm_q6_k(int64_t n, const void* group, const void* a, size_t a_stride, con
       q6_quarter_sums<Dot, NC, 2>(g[b], ab, h, isum);
       q6_quarter_sums<Dot, NC, 3>(g[b], ab, h, isum);
     }
-    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g[b].d)));
+    const __m256 dw = f16x8(g[b].d);
     for (int c = 0; c < NC; ++c) {
       acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(ab[c]->d)), _mm256_cvtepi32_ps(isum[c]), acc[c]);
     }
@@ -272,8 +278,8 @@ void gemm_q4_k(int64_t n, const void* group, const void* a, size_t a_stride, con
         isum[c] = _mm256_add_epi32(isum[c], _mm256_mullo_epi32(Dot::sum8_small(w_hi, aq + 32), sc_hi));
       }
     }
-    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g[b].d)));
-    const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g[b].dmin)));
+    const __m256 dw = f16x8(g[b].d);
+    const __m256 dm = f16x8(g[b].dmin);
     for (int c = 0; c < NC; ++c) {
       const __m256 ad = _mm256_set1_ps(ab[c]->d);
       acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, ad), _mm256_cvtepi32_ps(isum[c]), acc[c]);
