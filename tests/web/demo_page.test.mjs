@@ -123,6 +123,9 @@ describe('demo page in Chromium', () => {
       await page.goto(`${server.url}/?${kQuery}`);
       await waitState(page, 'idle');
       assert.match(await page.textContent('#error'), /download|network|fetch|body/i);
+      // The page lists the cache after it reports the error (refreshCache is async).
+      await page.waitForFunction(() => /partial/.test(document.querySelector('#cached-list')?.textContent ?? ''),
+        null, { timeout: 10_000 }).catch(() => {});
       assert.match(await page.textContent('#cached-list'), /partial/);
       await page.click('#load');
       await waitState(page, 'ready');
