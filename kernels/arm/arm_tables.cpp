@@ -3,8 +3,9 @@
 // on any aarch64 CPU, since it decides whether the dot-product code may run at all.
 //
 // Without the dot-product extension the table still has every NEON entry that does not
-// need it (the baseline set: all 13 dots with widening multiplies, the 3 quantizers);
-// with it, the 10 integer dots are replaced by their vdotq_s32 versions.
+// need it (the baseline set: all 13 dots and the 10 batched products with widening
+// multiplies, the 3 quantizers and the 3 activation packings); with it, the 10 integer
+// dots and the 10 batched products are replaced by their vdotq_s32 versions.
 #include <sys/auxv.h>
 
 #include "kernels/arm/arm.h"
@@ -14,9 +15,14 @@ namespace runnel {
 namespace {
 
 using DotFn = float (*)(int64_t, const void*, const void*);
+using GemmFn = void (*)(int64_t, const void*, size_t, int, const void*, int, float*, size_t);
 
 void set_dot(KernelTable& t, GgmlType type, DotFn fn) {
   t.types[static_cast<uint32_t>(type)].vec_dot = fn;
+}
+
+void set_gemm(KernelTable& t, GgmlType type, GemmFn fn) {
+  t.types[static_cast<uint32_t>(type)].gemm = fn;
 }
 
 KernelTable build_neon_baseline_table() {
@@ -43,6 +49,26 @@ KernelTable build_neon_baseline_table() {
   quant(G::Q8_0, neon::quantize_row_q8_0);
   quant(G::Q8_1, neon::quantize_row_q8_1);
   quant(G::Q8_K, neon::quantize_row_q8_k);
+  // Batched products: the activation packing (shared with the dotprod table) ...
+  auto pack = [&t](GgmlType type, size_t (*bytes)(int64_t),
+                   void (*fn)(int64_t, const void*, size_t, int, void*)) {
+    t.types[static_cast<uint32_t>(type)].gemm_pack_bytes = bytes;
+    t.types[static_cast<uint32_t>(type)].gemm_pack = fn;
+  };
+  pack(G::Q8_0, neon::gemm_pack_bytes_q8_0, neon::gemm_pack_q8_0);
+  pack(G::Q8_1, neon::gemm_pack_bytes_q8_1, neon::gemm_pack_q8_1);
+  pack(G::Q8_K, neon::gemm_pack_bytes_q8_k, neon::gemm_pack_q8_k);
+  // ... and the weight side, with widening multiplies.
+  set_gemm(t, G::Q4_0, neon::gemm_q4_0);
+  set_gemm(t, G::Q4_1, neon::gemm_q4_1);
+  set_gemm(t, G::Q5_0, neon::gemm_q5_0);
+  set_gemm(t, G::Q5_1, neon::gemm_q5_1);
+  set_gemm(t, G::Q8_0, neon::gemm_q8_0);
+  set_gemm(t, G::Q2_K, neon::gemm_q2_k);
+  set_gemm(t, G::Q3_K, neon::gemm_q3_k);
+  set_gemm(t, G::Q4_K, neon::gemm_q4_k);
+  set_gemm(t, G::Q5_K, neon::gemm_q5_k);
+  set_gemm(t, G::Q6_K, neon::gemm_q6_k);
   return t;
 }
 
@@ -59,6 +85,17 @@ KernelTable build_neon_dotprod_table(const KernelTable& baseline) {
   set_dot(t, G::Q4_K, neon::dotprod::vec_dot_q4_k);
   set_dot(t, G::Q5_K, neon::dotprod::vec_dot_q5_k);
   set_dot(t, G::Q6_K, neon::dotprod::vec_dot_q6_k);
+  // Batched products over the baseline table's packed groups.
+  set_gemm(t, G::Q4_0, neon::dotprod::gemm_q4_0);
+  set_gemm(t, G::Q4_1, neon::dotprod::gemm_q4_1);
+  set_gemm(t, G::Q5_0, neon::dotprod::gemm_q5_0);
+  set_gemm(t, G::Q5_1, neon::dotprod::gemm_q5_1);
+  set_gemm(t, G::Q8_0, neon::dotprod::gemm_q8_0);
+  set_gemm(t, G::Q2_K, neon::dotprod::gemm_q2_k);
+  set_gemm(t, G::Q3_K, neon::dotprod::gemm_q3_k);
+  set_gemm(t, G::Q4_K, neon::dotprod::gemm_q4_k);
+  set_gemm(t, G::Q5_K, neon::dotprod::gemm_q5_k);
+  set_gemm(t, G::Q6_K, neon::dotprod::gemm_q6_k);
   return t;
 }
 

@@ -1,12 +1,13 @@
 // Declarations of the NEON kernels. Same signatures and contracts as kernels/ref/ref.h
 // and kernels/ref/ops.h.
 // runnel::neon: plain Advanced SIMD (baseline on every aarch64 CPU; neon_legacy.cpp,
-// neon_kquants.cpp, neon_float.cpp, neon_ops.cpp).
-// runnel::neon::dotprod: the integer dots again with the dot-product extension
-// (neon_dotprod.cpp, the one file compiled with -march=armv8.2-a+dotprod); call them only
-// after cpu_has_dotprod() (kernels/arm/arm.h).
+// neon_kquants.cpp, neon_gemm.cpp, neon_float.cpp, neon_ops.cpp).
+// runnel::neon::dotprod: the integer dots and batched products again with the dot-product
+// extension (neon_dotprod.cpp, neon_dotprod_gemm.cpp: the files compiled with
+// -march=armv8.2-a+dotprod); call them only after cpu_has_dotprod() (kernels/arm/arm.h).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace runnel::neon {
@@ -29,6 +30,37 @@ float vec_dot_q4_k(int64_t n, const void* w, const void* a);     // a: Q8_K
 float vec_dot_q5_k(int64_t n, const void* w, const void* a);     // a: Q8_K
 float vec_dot_q6_k(int64_t n, const void* w, const void* a);     // a: Q8_K
 void quantize_row_q8_k(const float* src, void* dst, int64_t n);  // bit-exact with ref
+
+// ---- batched products for prefill (TypeKernels::gemm / gemm_pack; neon_gemm.cpp over
+// neon_gemm_impl.h). gemm_pack*: the activation side, shared by both NEON tables (8 tokens
+// per group, one int32 lane per token; layout in neon_gemm_impl.h). gemm_*: up to
+// kGemmRows weight rows x one packed group, with widening multiplies.
+size_t gemm_pack_bytes_q8_0(int64_t n);
+size_t gemm_pack_bytes_q8_1(int64_t n);
+size_t gemm_pack_bytes_q8_k(int64_t n);
+void gemm_pack_q8_0(int64_t n, const void* a, size_t a_stride, int nc, void* packed);
+void gemm_pack_q8_1(int64_t n, const void* a, size_t a_stride, int nc, void* packed);
+void gemm_pack_q8_k(int64_t n, const void* a, size_t a_stride, int nc, void* packed);
+void gemm_q4_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);  // a: Q8_0
+void gemm_q4_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);  // a: Q8_1
+void gemm_q5_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);  // a: Q8_0
+void gemm_q5_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);  // a: Q8_1
+void gemm_q8_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);  // a: Q8_0
+void gemm_q2_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);  // a: Q8_K
+void gemm_q3_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);  // a: Q8_K
+void gemm_q4_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);  // a: Q8_K
+void gemm_q5_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);  // a: Q8_K
+void gemm_q6_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);  // a: Q8_K
 
 // ---- float rows (neon_float.cpp)
 float vec_dot_f32(int64_t n, const void* w, const void* a);   // a: F32
@@ -55,5 +87,28 @@ float vec_dot_q3_k(int64_t n, const void* w, const void* a);  // a: Q8_K
 float vec_dot_q4_k(int64_t n, const void* w, const void* a);  // a: Q8_K
 float vec_dot_q5_k(int64_t n, const void* w, const void* a);  // a: Q8_K
 float vec_dot_q6_k(int64_t n, const void* w, const void* a);  // a: Q8_K
+
+// The batched products of runnel::neon with vdotq_laneq_s32 (neon_dotprod_gemm.cpp), over
+// the same packed groups (runnel::neon::gemm_pack_*); same contracts.
+void gemm_q4_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);  // a: Q8_0
+void gemm_q4_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);  // a: Q8_1
+void gemm_q5_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);  // a: Q8_0
+void gemm_q5_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);  // a: Q8_1
+void gemm_q8_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);  // a: Q8_0
+void gemm_q2_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);  // a: Q8_K
+void gemm_q3_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);  // a: Q8_K
+void gemm_q4_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);  // a: Q8_K
+void gemm_q5_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);  // a: Q8_K
+void gemm_q6_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);  // a: Q8_K
 
 }  // namespace runnel::neon::dotprod

@@ -140,9 +140,10 @@ TEST_CASE("NEON quantized dots match ref on adversarial blocks", "[neon]") {
 }
 
 TEST_CASE("NEON dots: hand-checked extreme blocks", "[neon]") {
+  // Plain scopes, not SECTIONs: Catch runs a SECTION once per pass, i.e. for one table.
   for (const KernelTable* neon : neon_tables()) {
     INFO("kernel set " << table_name(neon));
-    SECTION("Q8_0 weight -128 against activation 127, d = 1") {
+    {  // Q8_0 weight -128 against activation 127, d = 1
       ref::BlockQ8_0 w{}, a{};
       w.d = a.d = 0x3C00;
       for (int j = 0; j < 32; ++j) {
@@ -151,7 +152,7 @@ TEST_CASE("NEON dots: hand-checked extreme blocks", "[neon]") {
       }
       CHECK(neon->of(GgmlType::Q8_0).vec_dot(32, &w, &a) == -128.0f * 127.0f * 32.0f);
     }
-    SECTION("Q4_0 nibbles 0 (-8) against -127, d = 0.5, da = 2") {
+    {  // Q4_0 nibbles 0 (-8) against -127, d = 0.5, da = 2
       ref::BlockQ4_0 w{};
       ref::BlockQ8_0 a{};
       w.d = 0x3800;
@@ -159,7 +160,7 @@ TEST_CASE("NEON dots: hand-checked extreme blocks", "[neon]") {
       for (auto& q : a.qs) q = -127;
       CHECK(neon->of(GgmlType::Q4_0).vec_dot(32, &w, &a) == 8.0f * 127.0f * 32.0f);
     }
-    SECTION("Q5_0 with every fifth bit set and nibble 15: q - 16 = 15") {
+    {  // Q5_0 with every fifth bit set and nibble 15: q - 16 = 15
       ref::BlockQ5_0 w{};
       ref::BlockQ8_0 a{};
       w.d = a.d = 0x3C00;
@@ -168,7 +169,7 @@ TEST_CASE("NEON dots: hand-checked extreme blocks", "[neon]") {
       for (int j = 0; j < 32; ++j) a.qs[j] = static_cast<int8_t>(j - 16);
       CHECK(neon->of(GgmlType::Q5_0).vec_dot(32, &w, &a) == -240.0f);  // 15 * sum(j - 16)
     }
-    SECTION("Q4_K all 0xFF: q 15, scales and mins 63, against 127") {
+    {  // Q4_K all 0xFF: q 15, scales and mins 63, against 127
       ref::BlockQ4_K w;
       std::memset(&w, 0xFF, sizeof w);
       w.d = w.dmin = 0x3C00;
@@ -179,7 +180,7 @@ TEST_CASE("NEON dots: hand-checked extreme blocks", "[neon]") {
       // 8 * 63 * 15 * 127 * 32 - 16 * (16 * 127) * 63, all exact in float
       CHECK(neon->of(GgmlType::Q4_K).vec_dot(256, &w, &a) == 28675584.0f);
     }
-    SECTION("Q6_K all 0xFF: q - 32 = 31, scales -1, against -127") {
+    {  // Q6_K all 0xFF: q - 32 = 31, scales -1, against -127
       ref::BlockQ6_K w;
       std::memset(&w, 0xFF, sizeof w);  // int8 scales 0xFF = -1
       w.d = 0x3C00;
@@ -354,8 +355,9 @@ TEST_CASE("NEON softmax matches ref", "[neon]") {
 
 // ---------------------------------------------------------------- tables and dispatch
 
-// Entries of `t` that differ from `base` (vec_dot + quantize_row); every other field of
-// every type must be base's.
+// Entries of `t` that differ from `base` (vec_dot, quantize_row, gemm, gemm_pack and
+// gemm_pack_bytes, each counted); every other field of every type must be base's, and a
+// replaced entry never turns a present one into nullptr.
 int replaced_entries(const KernelTable& t, const KernelTable& base) {
   int replaced = 0;
   for (uint32_t id = 0; id < kGgmlTypeIdLimit; ++id) {
@@ -366,10 +368,14 @@ int replaced_entries(const KernelTable& t, const KernelTable& base) {
     CHECK(x.vec_dot_type == b.vec_dot_type);
     CHECK(x.dequantize_row == b.dequantize_row);
     CHECK((x.vec_dot == nullptr) == (b.vec_dot == nullptr));
-    CHECK(x.gemm == b.gemm);
-    CHECK(x.gemm_pack == b.gemm_pack);
+    CHECK((b.gemm == nullptr || x.gemm != nullptr));
+    CHECK((b.gemm_pack == nullptr || x.gemm_pack != nullptr));
+    CHECK((x.gemm_pack == nullptr) == (x.gemm_pack_bytes == nullptr));
     CHECK(x.repack_x8 == b.repack_x8);
-    replaced += (x.vec_dot != b.vec_dot) + (x.quantize_row != b.quantize_row);
+    CHECK(x.gemm_x8 == b.gemm_x8);
+    replaced += (x.vec_dot != b.vec_dot) + (x.quantize_row != b.quantize_row) +
+                (x.gemm != b.gemm) + (x.gemm_pack != b.gemm_pack) +
+                (x.gemm_pack_bytes != b.gemm_pack_bytes);
   }
   return replaced;
 }
@@ -379,12 +385,13 @@ TEST_CASE("The NEON tables are the ref table with the NEON entries swapped in", 
   const KernelTable* baseline = neon_baseline_kernels();
   REQUIRE(baseline != nullptr);
   CHECK(baseline->isa == "neon");
-  CHECK(replaced_entries(*baseline, ref_kernels()) == 16);  // 13 dots + 3 quantizers
+  // 13 dots + 3 quantizers + 10 gemm + 3 x (gemm_pack, gemm_pack_bytes)
+  CHECK(replaced_entries(*baseline, ref_kernels()) == 32);
   const KernelTable* dotprod = neon_dotprod_kernels();
   CHECK((dotprod != nullptr) == cpu_has_dotprod());
   if (dotprod != nullptr) {
     CHECK(dotprod->isa == "neon");
-    CHECK(replaced_entries(*dotprod, *baseline) == 10);  // the integer dots
+    CHECK(replaced_entries(*dotprod, *baseline) == 20);  // the integer dots and the gemm
     CHECK(neon_kernels() == dotprod);
   } else {
     CHECK(neon_kernels() == baseline);
