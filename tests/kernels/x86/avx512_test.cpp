@@ -1,0 +1,298 @@
+// The AVX-512 per-token dots (kernels/x86/avx512_dots.h) against kernels/ref, each kernel
+// called directly (registered in the avx512 table or not), plus the table's choice of
+// them. Skipped with a warning on CPUs without AVX-512 F/BW/VL/DQ/VNNI (the vdpbf16ps
+// BF16 dot also without AVX512-BF16).
+//  - Quantized dots: |avx512 - ref| <= 1e-5 * S + 1e-30, S = sum_i |w_i a_i| over the
+//    decoded rows plus, for Q4_1 / Q5_1, sum_b |m_b s_b|: both sides sum integers exactly
+//    per block, only the float accumulation order differs (the AVX2 bound).
+//  - Float dots (F32, F16, BF16 widened): |avx512 - ref| <= (n / 32 + 16) * 2^-24 * S +
+//    1e-30 (chains of n / 64 + 3 FMA steps and a 6-level reduction vs ref's double sum).
+//  - BF16 with vdpbf16ps: the same plus S_sub + n * 2^-125, S_sub = sum |w_i a_i| over the
+//    elements where w_i or a_i is a bf16 subnormal (the instruction reads them as zero and
+//    flushes subnormal results).
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/fp16.h"
+#include "kernels/kernels.h"
+#include "kernels/ref/blocks.h"
+#include "kernels/x86/avx512_dots.h"
+#include "kernels/x86/x86.h"
+#include "tests/kernels/isa_test_util.h"
+#include "tests/kernels/test_util.h"
+
+namespace runnel {
+namespace {
+
+using DotFn = float (*)(int64_t, const void*, const void*);
+using test::ByteMode;
+using test::dot_magnitude;
+using test::make_row;
+using test::raw_activation_row;
+using test::raw_weight_row;
+using test::Rng;
+using test::RowKind;
+
+struct Dot {
+  GgmlType type;
+  DotFn fn;
+};
+
+constexpr Dot kQuantDots[] = {
+    {GgmlType::Q4_0, avx512::vec_dot_q4_0}, {GgmlType::Q4_1, avx512::vec_dot_q4_1},
+    {GgmlType::Q5_0, avx512::vec_dot_q5_0}, {GgmlType::Q5_1, avx512::vec_dot_q5_1},
+    {GgmlType::Q8_0, avx512::vec_dot_q8_0}, {GgmlType::Q2_K, avx512::vec_dot_q2_k},
+    {GgmlType::Q3_K, avx512::vec_dot_q3_k}, {GgmlType::Q4_K, avx512::vec_dot_q4_k},
+    {GgmlType::Q5_K, avx512::vec_dot_q5_k}, {GgmlType::Q6_K, avx512::vec_dot_q6_k}};
+
+bool has_avx512_or_warn() {
+  if (!cpu_has_avx512()) WARN("CPU lacks AVX-512 F/BW/VL/DQ/VNNI: AVX-512 dot tests skipped");
+  return cpu_has_avx512();
+}
+
+void check_quant_dot(const Dot& d, const std::vector<uint8_t>& w, const std::vector<uint8_t>& a,
+                     int64_t n) {
+  const float expected = ref_kernels().of(d.type).vec_dot(n, w.data(), a.data());
+  const float got = d.fn(n, w.data(), a.data());
+  const double bound = 1e-5 * dot_magnitude(d.type, w, a, n) + 1e-30;
+  INFO("ref " << expected << ", avx512 " << got << ", bound " << bound);
+  REQUIRE(std::isfinite(expected));
+  CHECK(std::fabs(static_cast<double>(got) - expected) <= bound);
+}
+
+// ---------------------------------------------------------------- quantized dots
+
+TEST_CASE("AVX-512 quantized dots match ref on quantized random rows", "[avx512]") {
+  if (!has_avx512_or_warn()) return;
+  for (const Dot& d : kQuantDots) {
+    const GgmlType at = ref_kernels().of(d.type).vec_dot_type;
+    const bool k_quant = traits(d.type).block_size == kQK_K;
+    // 1, 3, 7 (odd: the legacy dots take blocks in pairs) (super-)blocks and 4096
+    for (int64_t n : k_quant ? test::kSuperBlockLengths : test::kBlockLengths) {
+      for (uint64_t seed = 0; seed < 6; ++seed) {
+        INFO("type " << traits(d.type).name << ", n " << n << ", seed " << seed);
+        Rng rng(2000 + seed);
+        const RowKind wk = seed % 2 ? RowKind::kHeavy : RowKind::kBell;
+        const RowKind ak = seed == 4   ? RowKind::kSignTie
+                           : seed == 5 ? RowKind::kOneHot
+                                       : RowKind::kBell;
+        const auto w = test::quantize(d.type, make_row(wk, rng, n));
+        const auto a = test::quantize(at, make_row(ak, rng, n));
+        check_quant_dot(d, w, a, n);
+        if (seed < 4) CHECK(std::fabs(d.fn(n, w.data(), a.data())) > 0.0f);
+      }
+    }
+  }
+}
+
+TEST_CASE("AVX-512 quantized dots match ref on adversarial blocks", "[avx512]") {
+  if (!has_avx512_or_warn()) return;
+  for (const Dot& d : kQuantDots) {
+    const GgmlType at = ref_kernels().of(d.type).vec_dot_type;
+    const bool k_quant = traits(d.type).block_size == kQK_K;
+    for (int64_t n : k_quant ? test::kSuperBlockLengths : test::kBlockLengths) {
+      // bytes random / all 0x00 (lowest quants: zero points at their most negative) /
+      // all 0xFF (largest quants, scales and mins); f16 scales of both signs, max, subnormal
+      for (int byte_mode = 0; byte_mode < 3; ++byte_mode) {
+        for (int extreme = 0; extreme < 2; ++extreme) {  // activations all +-127
+          for (uint64_t rep = 0; rep < 3; ++rep) {
+            INFO("type " << traits(d.type).name << ", n " << n << ", bytes " << byte_mode
+                         << ", extreme activations " << extreme << ", rep " << rep);
+            Rng rng(static_cast<uint64_t>(n) * 11 + static_cast<uint64_t>(byte_mode) * 5 +
+                    static_cast<uint64_t>(extreme) * 2 + rep * 1000);
+            const auto w = raw_weight_row(d.type, n, rng, static_cast<ByteMode>(byte_mode));
+            const auto a = raw_activation_row(at, n, rng, extreme != 0);
+            check_quant_dot(d, w, a, n);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("AVX-512 dots: hand-checked extreme blocks", "[avx512]") {
+  if (!has_avx512_or_warn()) return;
+  SECTION("Q8_0 weight -128 against activation 127 and -127, d = 1") {
+    ref::BlockQ8_0 w[2]{}, a[2]{};
+    for (int b = 0; b < 2; ++b) {
+      w[b].d = a[b].d = 0x3C00;
+      for (int j = 0; j < 32; ++j) {
+        w[b].qs[j] = -128;
+        a[b].qs[j] = static_cast<int8_t>(b == 0 ? 127 : -127);
+      }
+    }
+    CHECK(avx512::vec_dot_q8_0(32, w, a) == -128.0f * 127.0f * 32.0f);
+    CHECK(avx512::vec_dot_q8_0(64, w, a) == 0.0f);
+  }
+  SECTION("Q4_0 nibbles 0 (-8) and 15 (7) against -127, d = 0.5, da = 2") {
+    ref::BlockQ4_0 w[3]{};
+    ref::BlockQ8_0 a[3]{};
+    for (int b = 0; b < 3; ++b) {
+      w[b].d = 0x3800;
+      a[b].d = 0x4000;
+      std::memset(w[b].qs, b == 1 ? 0xFF : 0x00, sizeof w[b].qs);
+      for (auto& q : a[b].qs) q = -127;
+    }
+    CHECK(avx512::vec_dot_q4_0(32, w, a) == 8.0f * 127.0f * 32.0f);
+    CHECK(avx512::vec_dot_q4_0(96, w, a) == (8.0f + 8.0f - 7.0f) * 127.0f * 32.0f);
+  }
+  SECTION("Q5_0 with every fifth bit set and nibble 15: q - 16 = 15") {
+    ref::BlockQ5_0 w{};
+    ref::BlockQ8_0 a{};
+    w.d = a.d = 0x3C00;
+    std::memset(w.qh, 0xFF, sizeof w.qh);
+    std::memset(w.qs, 0xFF, sizeof w.qs);
+    for (int j = 0; j < 32; ++j) a.qs[j] = static_cast<int8_t>(j - 16);
+    CHECK(avx512::vec_dot_q5_0(32, &w, &a) == -240.0f);  // 15 * sum(j - 16)
+  }
+  SECTION("Q4_1 with a negative min: d * q + m, m = -2, q = 15") {
+    ref::BlockQ4_1 w{};
+    ref::BlockQ8_1 a{};
+    w.d = 0x3C00;
+    w.m = 0xC000;  // -2
+    std::memset(w.qs, 0xFF, sizeof w.qs);
+    a.d = 0x3C00;
+    for (auto& q : a.qs) q = 3;
+    a.s = fp32_to_fp16(96.0f);  // d * sum(q)
+    CHECK(avx512::vec_dot_q4_1(32, &w, &a) == 15.0f * 96.0f - 2.0f * 96.0f);
+  }
+  SECTION("Q6_K largest quants (63: lanes at 4 * 63 * 127, the int16 limit of the scale step)") {
+    ref::BlockQ6_K w{};
+    ref::BlockQ8_K a{};
+    std::memset(w.ql, 0xFF, sizeof w.ql);
+    std::memset(w.qh, 0xFF, sizeof w.qh);
+    for (int j = 0; j < 16; ++j) w.scales[j] = static_cast<int8_t>(j % 2 ? -128 : 127);
+    w.d = 0x3C00;
+    a.d = 1.0f;
+    for (auto& q : a.qs) q = 127;
+    for (auto& s : a.bsums) s = 16 * 127;
+    // every element (63 - 32) * 127 * scale, 16 per sub-block: 31 * 127 * 16 * (127 - 128) * 8
+    CHECK(avx512::vec_dot_q6_k(256, &w, &a) == -31.0f * 127 * 16 * 8);
+    CHECK(avx512::vec_dot_q6_k(256, &w, &a) ==
+          ref_kernels().of(GgmlType::Q6_K).vec_dot(256, &w, &a));
+  }
+}
+
+// ---------------------------------------------------------------- float dots
+
+// Float rows of kind: 0 bell, 1 heavy x offset, 2 f16 max x large, 3 tiny (f16
+// subnormals), 4 bf16 subnormals against large activations (BF16 only).
+void make_float_rows(int kind, Rng& rng, int64_t n, std::vector<float>& x, std::vector<float>& y) {
+  x.assign(static_cast<size_t>(n), 0.0f);
+  y.assign(static_cast<size_t>(n), 0.0f);
+  for (size_t i = 0; i < x.size(); ++i) {
+    switch (kind) {
+      case 0:
+        x[i] = rng.bell();
+        y[i] = rng.bell();
+        break;
+      case 1:
+        x[i] = rng.heavy() * 100.0f;
+        y[i] = rng.symmetric() + 0.5f;
+        break;
+      case 2:
+        x[i] = 65504.0f * (i % 2 ? 1.0f : -1.0f);
+        y[i] = rng.symmetric() * 60000.0f;
+        break;
+      case 3:
+        x[i] = rng.symmetric() * 1e-6f;
+        y[i] = rng.symmetric() * 1e-3f;
+        break;
+      default:  // every third weight a bf16 subnormal (< 2^-126), against ~1e30
+        x[i] = i % 3 == 0 ? rng.symmetric() * 1e-39f : rng.bell();
+        y[i] = rng.symmetric() * 1e30f;
+        break;
+    }
+  }
+}
+
+void check_float_dot(GgmlType t, DotFn fn, bool dpbf16) {
+  for (int64_t n :
+       {1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 200, 576, 4096, 4099}) {
+    for (int kind = 0; kind < (t == GgmlType::BF16 ? 5 : 4); ++kind) {
+      INFO("type " << traits(t).name << ", n " << n << ", kind " << kind);
+      Rng rng(static_cast<uint64_t>(n) * 17 + static_cast<uint64_t>(kind));
+      std::vector<float> x, y;
+      make_float_rows(kind, rng, n, x, y);
+      const auto w = test::quantize(t, x);
+      const auto a = test::quantize(t, y);
+      const auto wd = test::dequantize(t, w, n);
+      const auto ad = test::dequantize(t, a, n);
+      double s = 0.0;
+      double s_sub = 0.0;  // terms with a subnormal factor
+      for (size_t i = 0; i < wd.size(); ++i) {
+        const double term = std::fabs(static_cast<double>(wd[i]) * ad[i]);
+        s += term;
+        const bool w_sub = std::fpclassify(wd[i]) == FP_SUBNORMAL;
+        if (w_sub || std::fpclassify(ad[i]) == FP_SUBNORMAL) s_sub += term;
+      }
+      double bound = (static_cast<double>(n) / 32 + 16) * 0x1p-24 * s + 1e-30;
+      if (dpbf16) bound += s_sub + static_cast<double>(n) * 0x1p-125;
+      const float expected = ref_kernels().of(t).vec_dot(n, w.data(), a.data());
+      const float got = fn(n, w.data(), a.data());
+      INFO("ref " << expected << ", avx512 " << got << ", bound " << bound << ", S_sub " << s_sub);
+      REQUIRE(std::isfinite(expected));
+      CHECK(std::fabs(static_cast<double>(got) - expected) <= bound);
+      if (s_sub < 0.5 * s) CHECK(got != 0.0f);  // dpbf16 may read every term as 0
+    }
+  }
+}
+
+TEST_CASE("AVX-512 F32 and F16 dots match ref", "[avx512]") {
+  if (!has_avx512_or_warn()) return;
+  check_float_dot(GgmlType::F32, avx512::vec_dot_f32, false);
+  check_float_dot(GgmlType::F16, avx512::vec_dot_f16, false);
+}
+
+TEST_CASE("AVX-512 BF16 dot by exact widening and FMA matches ref", "[avx512]") {
+  if (!has_avx512_or_warn()) return;
+  check_float_dot(GgmlType::BF16, avx512::vec_dot_bf16, false);
+}
+
+TEST_CASE("AVX-512 BF16 dot with vdpbf16ps matches ref within its bound", "[avx512]") {
+  if (!has_avx512_or_warn()) return;
+  if (!cpu_has_avx512_bf16()) {
+    WARN("CPU lacks AVX512-BF16: vdpbf16ps dot test skipped");
+    return;
+  }
+  check_float_dot(GgmlType::BF16, avx512::vec_dot_bf16_dpbf16, true);
+  SECTION("products are exact: 8-bit significands, sums that fit in 24 bits") {
+    std::vector<uint16_t> w(48), a(48);
+    for (int i = 0; i < 48; ++i) {
+      w[i] = fp32_to_bf16(1.0f + static_cast<float>(i % 128) / 128.0f);  // 1 + k/128
+      a[i] = fp32_to_bf16(i % 2 ? -3.0f : 5.0f);
+    }
+    CHECK(avx512::vec_dot_bf16_dpbf16(48, w.data(), a.data()) ==
+          ref_kernels().of(GgmlType::BF16).vec_dot(48, w.data(), a.data()));
+  }
+}
+
+// ---------------------------------------------------------------- the table
+
+TEST_CASE("The AVX-512 table uses the AVX-512 dots it registers", "[avx512]") {
+  const KernelTable* avx512 = avx512_kernels();
+  if (!has_avx512_or_warn()) {
+    CHECK(avx512 == nullptr);
+    return;
+  }
+  REQUIRE(avx512 != nullptr);
+  for (const Dot& d : kQuantDots) {
+    INFO("type " << traits(d.type).name);
+    CHECK(avx512->of(d.type).vec_dot == d.fn);
+  }
+  // F32 and F16 stay AVX2's (their 512-bit versions measured slower); tested above all the same.
+  CHECK(avx512->of(GgmlType::F32).vec_dot == avx2_kernels()->of(GgmlType::F32).vec_dot);
+  CHECK(avx512->of(GgmlType::F16).vec_dot == avx2_kernels()->of(GgmlType::F16).vec_dot);
+  CHECK(avx512->of(GgmlType::BF16).vec_dot ==
+        (cpu_has_avx512_bf16() ? avx512::vec_dot_bf16_dpbf16 : avx512::vec_dot_bf16));
+  for (uint32_t id = 0; id < kGgmlTypeIdLimit; ++id) {
+    INFO("type id " << id);
+    CHECK(avx512->types[id].vec_dot_type == ref_kernels().types[id].vec_dot_type);
+    CHECK((avx512->types[id].vec_dot == nullptr) == (ref_kernels().types[id].vec_dot == nullptr));
+  }
+}
+
+}  // namespace
+}  // namespace runnel
