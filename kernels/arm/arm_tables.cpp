@@ -100,11 +100,20 @@ KernelTable build_neon_dotprod_table(const KernelTable& baseline) {
 }
 
 FloatOps build_neon_float_ops() {
-  FloatOps ops = ref_float_ops();  // the rest: g++ vectorizes ref's loops already
+  FloatOps ops = ref_float_ops();  // rope_cos_sin stays ref's (double, once per position)
   ops.isa = "neon";
+  ops.rms_norm = neon::rms_norm;
   ops.silu = neon::silu;
   ops.swiglu = neon::swiglu;
   ops.softmax = neon::softmax;
+  ops.gelu = neon::gelu;
+  ops.geglu = neon::geglu;
+  ops.softcap = neon::softcap;
+  ops.add = neon::add;
+  ops.mul = neon::mul;
+  ops.scale = neon::scale;
+  ops.axpy = neon::axpy;
+  ops.rope_apply = neon::rope_apply;
   return ops;
 }
 

@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/ref/ops.h"
+
 namespace runnel::neon {
 
 // ---- legacy 32-element blocks (neon_legacy.cpp). Activations from quantize_row_q8_0/1:
@@ -67,10 +69,20 @@ float vec_dot_f32(int64_t n, const void* w, const void* a);   // a: F32
 float vec_dot_f16(int64_t n, const void* w, const void* a);   // a: F16
 float vec_dot_bf16(int64_t n, const void* w, const void* a);  // a: BF16
 
-// ---- float ops on exp (neon_ops.cpp): kernels/ref/ops.h contracts, polynomial e^x
+// ---- float ops (neon_ops.cpp): kernels/ref/ops.h contracts. silu, swiglu, softmax, gelu,
+// geglu with a polynomial e^x, softcap with a polynomial e^x - 1; the others bit-exact.
 void silu(const float* x, float* out, int64_t n);
 void swiglu(const float* gate, const float* up, float* out, int64_t n);
 void softmax(float* x, int64_t n);
+void gelu(const float* x, float* out, int64_t n);
+void geglu(const float* gate, const float* up, float* out, int64_t n);
+void softcap(float* x, int64_t n, float cap);
+void rms_norm(const float* x, const float* w, float* out, int64_t n, float eps);  // bit-exact
+void add(const float* a, const float* b, float* out, int64_t n);                  // bit-exact
+void mul(const float* a, const float* b, float* out, int64_t n);                  // bit-exact
+void scale(float* x, int64_t n, float s);                                         // bit-exact
+void axpy(const float* x, float* y, int64_t n, float s);                          // bit-exact
+void rope_apply(float* x, int64_t n_rot, const float* cos_sin, ref::RopeStyle style);  // bit-exact
 
 }  // namespace runnel::neon
 

@@ -42,6 +42,11 @@ void rms_norm(const float* x, const float* w, float* out, int64_t n, float eps);
 void softmax(float* x, int64_t n);
 void silu(const float* x, float* out, int64_t n);
 void swiglu(const float* gate, const float* up, float* out, int64_t n);
+// gelu, geglu: polynomial exp; softcap: tanh from a polynomial e^x - 1 (bounds in
+// tests/kernels/activation_test_util.h).
+void gelu(const float* x, float* out, int64_t n);
+void geglu(const float* gate, const float* up, float* out, int64_t n);
+void softcap(float* x, int64_t n, float cap);
 void add(const float* a, const float* b, float* out, int64_t n);
 void mul(const float* a, const float* b, float* out, int64_t n);
 void scale(float* x, int64_t n, float s);

@@ -3,7 +3,10 @@
 // operations on the same operands in the same order (wasm has no fused multiply-add to
 // change the rounding), so they are bit-exact. softmax accumulates in double like ref
 // (two f64x2 lanes instead of one running sum); softmax, silu and swiglu use exp4 below
-// instead of the C library's expf. Contracts (shapes, aliasing) are in kernels/ref/ops.h.
+// instead of the C library's expf, and so do gelu and geglu; softcap computes tanh from
+// expm1_4 below instead of tanhf. rope_cos_sin stays ref's (double cos / sin, once per
+// position). Contracts (shapes, aliasing) are in kernels/ref/ops.h; bounds in
+// tests/kernels/wasm/simd128_test.cpp and simd128_ops_test.cpp.
 #include <cmath>
 #include <limits>
 
@@ -17,39 +20,78 @@ inline v128_t splat(float v) {
   return wasm_f32x4_splat(v);
 }
 
-// e^x in every lane. x = k ln2 + r with |r| <= ln2 / 2 (Cody-Waite: k ln2_hi is exact and
-// so is x - k ln2_hi), e^r from its Taylor polynomial through r^7 (truncation below 1e-8
-// relative), and 2^k applied as two factors so that results from the subnormal range up
-// to FLT_MAX come out right. Clamping x to [-104, 89] makes -inf give 0 and large x give
-// inf; min / max keep NaN a NaN.
-inline v128_t exp4(v128_t x) {
-  x = wasm_f32x4_max(wasm_f32x4_min(x, splat(89.0f)), splat(-104.0f));
+// e^x = 2^k (1 + m): x = k ln2 + r with |r| <= ln2 / 2 (Cody-Waite: k ln2_hi is exact and
+// so is x - k ln2_hi) and m = e^r - 1 from its Taylor polynomial through r^7 (truncation
+// below 1e-8 relative). exp4 and expm1_4 share it.
+struct ExpParts {
+  v128_t k;  // an integer
+  v128_t m;  // in [-0.3, 0.42]
+};
+inline ExpParts exp_parts(v128_t x) {
   const v128_t k = wasm_f32x4_nearest(wasm_f32x4_mul(x, splat(1.44269504f)));
   v128_t r = wasm_f32x4_sub(x, wasm_f32x4_mul(k, splat(0.693359375f)));
   r = wasm_f32x4_sub(r, wasm_f32x4_mul(k, splat(-2.12194440e-4f)));
-  // e^r = 1 + (r + r^2 q(r)): the large terms are added last, so the result is within
-  // 1 ulp of e^x over the whole range (measured), against ~0.5 ulp for the C library.
+  // m = r + r^2 q(r): the large term is added last.
   v128_t q = splat(1.0f / 5040);
   q = wasm_f32x4_add(wasm_f32x4_mul(q, r), splat(1.0f / 720));
   q = wasm_f32x4_add(wasm_f32x4_mul(q, r), splat(1.0f / 120));
   q = wasm_f32x4_add(wasm_f32x4_mul(q, r), splat(1.0f / 24));
   q = wasm_f32x4_add(wasm_f32x4_mul(q, r), splat(1.0f / 6));
   q = wasm_f32x4_add(wasm_f32x4_mul(q, r), splat(0.5f));
-  const v128_t p =
-      wasm_f32x4_add(splat(1.0f), wasm_f32x4_add(r, wasm_f32x4_mul(wasm_f32x4_mul(r, r), q)));
+  return {k, wasm_f32x4_add(r, wasm_f32x4_mul(wasm_f32x4_mul(r, r), q))};
+}
+
+// 2^k for integer k in [-126, 127] (a normal float).
+inline v128_t pow2(v128_t k) {
+  return wasm_i32x4_shl(wasm_i32x4_add(k, wasm_i32x4_splat(127)), 23);
+}
+
+// e^x in every lane: 1 + m is within 1 ulp of e^x over the whole range (measured), against
+// ~0.5 ulp for the C library; 2^k is applied as two factors so that results from the
+// subnormal range up to FLT_MAX come out right. Clamping x to [-104, 89] makes -inf give 0
+// and large x give inf; min / max keep NaN a NaN.
+inline v128_t exp4(v128_t x) {
+  x = wasm_f32x4_max(wasm_f32x4_min(x, splat(89.0f)), splat(-104.0f));
+  const ExpParts e = exp_parts(x);
+  const v128_t p = wasm_f32x4_add(splat(1.0f), e.m);
   // k in [-150, 128]: each factor 2^(k/2) is a normal float.
-  const v128_t ki = wasm_i32x4_trunc_sat_f32x4(k);
+  const v128_t ki = wasm_i32x4_trunc_sat_f32x4(e.k);
   const v128_t k1 = wasm_i32x4_shr(ki, 1);
-  const v128_t k2 = wasm_i32x4_sub(ki, k1);
-  const v128_t bias = wasm_i32x4_splat(127);
-  const v128_t s1 = wasm_i32x4_shl(wasm_i32x4_add(k1, bias), 23);
-  const v128_t s2 = wasm_i32x4_shl(wasm_i32x4_add(k2, bias), 23);
-  return wasm_f32x4_mul(wasm_f32x4_mul(p, s1), s2);
+  return wasm_f32x4_mul(wasm_f32x4_mul(p, pow2(k1)), pow2(wasm_i32x4_sub(ki, k1)));
+}
+
+// e^x - 1 for x <= 0 (NaN passes through): 2^k m + (2^k - 1), the product exact (a power
+// of two), so it keeps m's few-ulp relative accuracy where k = 0 (|x| < 0.35, no
+// cancellation) and is within ~1 ulp of the result elsewhere. Below -30 the result is -1
+// in float anyway.
+inline v128_t expm1_4(v128_t x) {
+  const ExpParts e = exp_parts(wasm_f32x4_max(x, splat(-30.0f)));
+  const v128_t s = pow2(wasm_i32x4_trunc_sat_f32x4(e.k));  // k in [-44, 0]
+  return wasm_f32x4_add(wasm_f32x4_mul(s, e.m), wasm_f32x4_sub(s, splat(1.0f)));
 }
 
 // x / (1 + e^-x); e^-x = inf gives -0 like ref's.
 inline v128_t silu4(v128_t x) {
   return wasm_f32x4_div(x, wasm_f32x4_add(splat(1.0f), exp4(wasm_f32x4_neg(x))));
+}
+
+// ref's gelu: x / (1 + e^-u2) with -u2 = (-2 sqrt(2/pi) x) (1 + 0.044715 x x), the tanh
+// form 0.5 x (1 + tanh(u)) rewritten. The exponent is ref's float operations in ref's
+// order (bit-identical; a difference would be amplified by up to |u2| ~ 88 in e^-u2); only
+// e^ differs. x = -inf gives NaN like ref's (-inf / inf).
+inline v128_t gelu4(v128_t x) {
+  const v128_t cubic = wasm_f32x4_mul(wasm_f32x4_mul(splat(0.044715f), x), x);
+  const v128_t neg_u2 = wasm_f32x4_mul(wasm_f32x4_mul(splat(-1.5957691216057308f), x),
+                                       wasm_f32x4_add(splat(1.0f), cubic));
+  return wasm_f32x4_div(x, wasm_f32x4_add(splat(1.0f), exp4(neg_u2)));
+}
+
+// tanh(t) = sign(t) |y| / (2 + y), y = e^(-2|t|) - 1 in (-1, 0]: no cancellation for small
+// |t| (expm1), exactly 1 where tanh saturates (y = -1), +-0 for +-0, NaN for NaN.
+inline v128_t tanh4(v128_t t) {
+  const v128_t y = expm1_4(wasm_f32x4_mul(splat(-2.0f), wasm_f32x4_abs(t)));
+  const v128_t th = wasm_f32x4_div(wasm_f32x4_abs(y), wasm_f32x4_add(splat(2.0f), y));
+  return wasm_v128_bitselect(t, th, wasm_i32x4_splat(static_cast<int32_t>(0x80000000u)));
 }
 
 // Runs op on the last n % 4 elements through a padded 4-lane buffer (pad value: `pad`).
@@ -154,6 +196,34 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n) {
     tail4(gate + i, &g, 1, 0.0f, silu4);
     out[i] = g * up[i];
   }
+}
+
+void gelu(const float* x, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) wasm_v128_store(out + i, gelu4(wasm_v128_load(x + i)));
+  tail4(x + i, out + i, n - i, 0.0f, gelu4);
+}
+
+void geglu(const float* gate, const float* up, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    wasm_v128_store(out + i,
+                    wasm_f32x4_mul(gelu4(wasm_v128_load(gate + i)), wasm_v128_load(up + i)));
+  }
+  float g[4];
+  tail4(gate + i, g, n - i, 0.0f, gelu4);
+  for (int64_t j = 0; i + j < n; ++j) out[i + j] = g[j] * up[i + j];
+}
+
+void softcap(float* x, int64_t n, float cap) {
+  const v128_t vcap = splat(cap);
+  const v128_t inv_cap = splat(1.0f / cap);  // ref's cap * tanh(x * (1 / cap))
+  auto op = [vcap, inv_cap](v128_t v) {
+    return wasm_f32x4_mul(vcap, tanh4(wasm_f32x4_mul(v, inv_cap)));
+  };
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) wasm_v128_store(x + i, op(wasm_v128_load(x + i)));
+  tail4(x + i, x + i, n - i, 0.0f, op);
 }
 
 void add(const float* a, const float* b, float* out, int64_t n) {

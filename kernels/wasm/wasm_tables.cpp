@@ -40,12 +40,15 @@ KernelTable build_simd128_table() {
 }
 
 FloatOps build_simd128_float_ops() {
-  FloatOps ops = ref_float_ops();  // gelu, geglu, softcap and rope_cos_sin stay ref's
+  FloatOps ops = ref_float_ops();  // rope_cos_sin stays ref's (double, once per position)
   ops.isa = "simd128";
   ops.rms_norm = simd128::rms_norm;
   ops.softmax = simd128::softmax;
   ops.silu = simd128::silu;
   ops.swiglu = simd128::swiglu;
+  ops.gelu = simd128::gelu;
+  ops.geglu = simd128::geglu;
+  ops.softcap = simd128::softcap;
   ops.add = simd128::add;
   ops.mul = simd128::mul;
   ops.scale = simd128::scale;

@@ -60,6 +60,9 @@ void rms_norm(const float* x, const float* w, float* out, int64_t n, float eps);
 void softmax(float* x, int64_t n);
 void silu(const float* x, float* out, int64_t n);
 void swiglu(const float* gate, const float* up, float* out, int64_t n);
+void gelu(const float* x, float* out, int64_t n);
+void geglu(const float* gate, const float* up, float* out, int64_t n);
+void softcap(float* x, int64_t n, float cap);
 void add(const float* a, const float* b, float* out, int64_t n);  // bit-exact
 void mul(const float* a, const float* b, float* out, int64_t n);  // bit-exact
 void scale(float* x, int64_t n, float s);                         // bit-exact

@@ -1,14 +1,15 @@
 // AVX2 + FMA float ops of a forward pass, eight floats at a time: rms_norm, softmax, silu,
-// swiglu, add, mul, scale, axpy and rope_apply (gelu, geglu, softcap and rope_cos_sin stay
-// ref's). Tails (n not a multiple of 8) go through masked loads and stores, so every
-// element takes the same vector path. Contracts (shapes, aliasing) are in kernels/ref/ops.h;
-// error bounds in tests/kernels/x86/avx2_ops_test.cpp:
+// swiglu, gelu, geglu, softcap, add, mul, scale, axpy and rope_apply (rope_cos_sin stays
+// ref's: double cos / sin, once per position). Tails (n not a multiple of 8) go through
+// masked loads and stores, so every element takes the same vector path. Contracts (shapes,
+// aliasing) are in kernels/ref/ops.h; error bounds in tests/kernels/x86/avx2_ops_test.cpp:
 //  - add, mul, scale and rms_norm do ref's float operations on the same operands in the
 //    same order (rms_norm's sum of squares in the same eight double lanes; the products of
 //    two floats are exact in double), so they are bit-exact.
 //  - axpy and rope_apply fuse one multiply into the add (FMA): one rounding fewer than ref.
-//  - softmax, silu and swiglu use exp8 below instead of the C library's expf; softmax sums
-//    in double like ref (eight double lanes instead of one running sum).
+//  - softmax, silu, swiglu, gelu and geglu use exp8 below instead of the C library's expf;
+//    softmax sums in double like ref (eight double lanes instead of one running sum).
+//  - softcap computes tanh from expm1_8 below instead of the C library's tanhf.
 #include <cmath>
 #include <limits>
 
@@ -24,41 +25,90 @@ inline __m256i tail_mask(int64_t count) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int32_t>(count)), lane);
 }
 
-// e^x in every lane. x = k ln2 + r with |r| <= ln2 / 2 (Cody-Waite: k ln2_hi is exact and
-// so is x - k ln2_hi), e^r from its Taylor polynomial through r^7 (truncation below 1e-8
-// relative), and 2^k applied as two factors so that results from the subnormal range up
-// to FLT_MAX come out right. Clamping x to [-104, 89] makes -inf give 0 (e^-104 rounds to
-// 0) and large x give inf; with the bound as the first operand, max / min pass a NaN x
-// through.
-inline __m256 exp8(__m256 x) {
-  x = _mm256_min_ps(_mm256_set1_ps(89.0f), _mm256_max_ps(_mm256_set1_ps(-104.0f), x));
+// e^x = 2^k (1 + m): x = k ln2 + r with |r| <= ln2 / 2 (Cody-Waite: k ln2_hi is exact and
+// so is x - k ln2_hi) and m = e^r - 1 from its Taylor polynomial through r^7 (truncation
+// below 1e-8 relative). exp8 and expm1_8 share it.
+struct ExpParts {
+  __m256 k;  // an integer
+  __m256 m;  // in [-0.3, 0.42]
+};
+inline ExpParts exp_parts(__m256 x) {
   const __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), x);
   r = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f), r);
-  // e^r = 1 + (r + r^2 q(r)): the large terms are added last.
+  // m = r + r^2 q(r): the large term is added last.
   __m256 q = _mm256_set1_ps(1.0f / 5040);
   q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(1.0f / 720));
   q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(1.0f / 120));
   q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(1.0f / 24));
   q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(1.0f / 6));
   q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(0.5f));
-  const __m256 p =
-      _mm256_add_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(_mm256_mul_ps(r, r), q, r));
+  return {k, _mm256_fmadd_ps(_mm256_mul_ps(r, r), q, r)};
+}
+
+// 2^k for integer k in [-126, 127] (a normal float).
+inline __m256 pow2(__m256i k) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k, _mm256_set1_epi32(127)), 23));
+}
+
+// e^x in every lane, within ~1 ulp: 2^k applied as two factors so that results from the
+// subnormal range up to FLT_MAX come out right. Clamping x to [-104, 89] makes -inf give
+// 0 (e^-104 rounds to 0) and large x give inf; with the bound as the first operand, max /
+// min pass a NaN x through.
+inline __m256 exp8(__m256 x) {
+  x = _mm256_min_ps(_mm256_set1_ps(89.0f), _mm256_max_ps(_mm256_set1_ps(-104.0f), x));
+  const ExpParts e = exp_parts(x);
+  const __m256 p = _mm256_add_ps(_mm256_set1_ps(1.0f), e.m);
   // k in [-150, 128]: each factor 2^(k/2) is a normal float.
-  const __m256i ki = _mm256_cvtps_epi32(k);
+  const __m256i ki = _mm256_cvtps_epi32(e.k);
   const __m256i k1 = _mm256_srai_epi32(ki, 1);
-  const __m256i k2 = _mm256_sub_epi32(ki, k1);
-  const __m256i bias = _mm256_set1_epi32(127);
-  const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k1, bias), 23));
-  const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k2, bias), 23));
-  return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+  return _mm256_mul_ps(_mm256_mul_ps(p, pow2(k1)), pow2(_mm256_sub_epi32(ki, k1)));
+}
+
+// e^x - 1 for x <= 0 (NaN passes through): 2^k m + (2^k - 1) with one rounding, so it
+// keeps m's few-ulp relative accuracy where k = 0 (|x| < 0.35, no cancellation) and is
+// within ~1 ulp of the result elsewhere. Below -30 the result is -1 in float anyway.
+inline __m256 expm1_8(__m256 x) {
+  const ExpParts e = exp_parts(_mm256_max_ps(_mm256_set1_ps(-30.0f), x));
+  const __m256 s = pow2(_mm256_cvtps_epi32(e.k));  // k in [-44, 0]
+  return _mm256_fmadd_ps(s, e.m, _mm256_sub_ps(s, _mm256_set1_ps(1.0f)));
 }
 
 // x / (1 + e^-x); e^-x = inf gives -0 like ref's.
 inline __m256 silu8(__m256 x) {
   const __m256 neg_x = _mm256_xor_ps(x, _mm256_set1_ps(-0.0f));
   return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), exp8(neg_x)));
+}
+
+// g++ fuses a separate multiply and add of intrinsics into an FMA (-ffp-contract=fast); an
+// empty asm makes v opaque, so the product that feeds the next add is rounded like ref's
+// (without it gelu's error reached 130u instead of 3.9u).
+inline __m256 rounded(__m256 v) {
+  __asm__("" : "+x"(v));
+  return v;
+}
+
+// ref's gelu: x / (1 + e^-u2) with -u2 = (-2 sqrt(2/pi) x) (1 + 0.044715 x x), the tanh
+// form 0.5 x (1 + tanh(u)) rewritten. The exponent is ref's float operations in ref's
+// order (bit-identical; any difference would be amplified by up to |u2| ~ 88 in e^-u2);
+// only e^ differs. x = -inf gives NaN like ref's (-inf / inf).
+inline __m256 gelu8(__m256 x) {
+  const __m256 cubic = rounded(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.044715f), x), x));
+  const __m256 neg_u2 = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(-1.5957691216057308f), x),
+                                      _mm256_add_ps(_mm256_set1_ps(1.0f), cubic));
+  return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), exp8(neg_u2)));
+}
+
+// tanh(t) = sign(t) |y| / (2 + y), y = e^(-2|t|) - 1 in (-1, 0]: no cancellation for small
+// |t| (expm1), exactly 1 where tanh saturates (y = -1), +-0 for +-0, NaN for NaN.
+inline __m256 tanh8(__m256 t) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256 abs_t = _mm256_andnot_ps(sign, t);
+  const __m256 y = expm1_8(_mm256_mul_ps(_mm256_set1_ps(-2.0f), abs_t));
+  const __m256 th = _mm256_div_ps(_mm256_andnot_ps(sign, y),
+                                  _mm256_add_ps(_mm256_set1_ps(2.0f), y));
+  return _mm256_or_ps(th, _mm256_and_ps(sign, t));
 }
 
 // out[i] = op(a[i], b[i]) over the row, the tail through masked loads and stores (the
@@ -161,6 +211,22 @@ void silu(const float* x, float* out, int64_t n) {
 
 void swiglu(const float* gate, const float* up, float* out, int64_t n) {
   binary_rows(gate, up, out, n, [](__m256 g, __m256 u) { return _mm256_mul_ps(silu8(g), u); });
+}
+
+void gelu(const float* x, float* out, int64_t n) {
+  unary_rows(x, out, n, gelu8);
+}
+
+void geglu(const float* gate, const float* up, float* out, int64_t n) {
+  binary_rows(gate, up, out, n, [](__m256 g, __m256 u) { return _mm256_mul_ps(gelu8(g), u); });
+}
+
+void softcap(float* x, int64_t n, float cap) {
+  const __m256 vcap = _mm256_set1_ps(cap);
+  const __m256 inv_cap = _mm256_set1_ps(1.0f / cap);  // ref's cap * tanh(x * (1 / cap))
+  unary_rows(x, x, n, [vcap, inv_cap](__m256 v) {
+    return _mm256_mul_ps(vcap, tanh8(_mm256_mul_ps(v, inv_cap)));
+  });
 }
 
 void add(const float* a, const float* b, float* out, int64_t n) {

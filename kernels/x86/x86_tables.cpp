@@ -84,6 +84,9 @@ FloatOps build_avx2_float_ops() {
   ops.softmax = avx2::softmax;
   ops.silu = avx2::silu;
   ops.swiglu = avx2::swiglu;
+  ops.gelu = avx2::gelu;
+  ops.geglu = avx2::geglu;
+  ops.softcap = avx2::softcap;
   ops.add = avx2::add;
   ops.mul = avx2::mul;
   ops.scale = avx2::scale;
