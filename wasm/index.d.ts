@@ -53,6 +53,7 @@ export interface ModelInfo {
   nLayer: number;
   nHead: number;
   nHeadKv: number;
+  /** Bytes of tensor data in the file (what a load reads). */
   fileBytes: number;
   threads: number;
   /** Why fewer threads run than were asked for ('' when all run). */

@@ -25,13 +25,20 @@ class AttentionScratch {
   uint8_t* act(int task) { return act_.data() + static_cast<size_t>(task) * act_stride_; }
   // [head_dim] floats: a dequantized V row slice (quantized caches).
   float* v_tmp(int task) { return v_tmp_.data() + static_cast<size_t>(task) * head_dim_; }
+  // [max(n_ctx, head_dim)] floats: act() widened back to floats (FloatOps::dot_f16_f32).
+  // nullptr when the kernels chosen at construction did not offer it.
+  float* act_f32(int task) {
+    return act_f32_stride_ ? act_f32_.data() + static_cast<size_t>(task) * act_f32_stride_ : nullptr;
+  }
 
  private:
   int n_tasks_, n_ctx_, head_dim_;
   size_t act_stride_;
+  size_t act_f32_stride_;
   std::vector<float> v_tmp_;   // [n_tasks][head_dim]
   std::vector<float> scores_;  // [n_tasks][n_ctx]
   std::vector<uint8_t> act_;   // [n_tasks][max(n_ctx, head_dim) in the dot's format]
+  std::vector<float> act_f32_;  // [n_tasks][max(n_ctx, head_dim)], when dot_f16_f32 is offered
 };
 
 // For each token i of the batch (position pos0 + i) and query head h:

@@ -33,7 +33,7 @@ struct MemoryPlan {
 
   uint64_t weights_bytes = 0;    // all tensors
   uint64_t non_layer_bytes = 0;  // token_embd, output, output_norm, rope_freqs
-  uint64_t max_layer_bytes = 0;  // the largest blk.N
+  uint64_t max_layer_bytes = 0;  // the largest blk.N in the file's layout (streamed layers keep it)
   uint64_t kv_bytes = 0;
   uint64_t scratch_bytes = 0;
   uint64_t overhead_bytes = 0;

@@ -4,6 +4,7 @@
 // simd128_float_ops() (kernels/wasm/wasm.h). Tested in tests/kernels/wasm/simd128_test.cpp.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/ref/ops.h"
@@ -33,6 +34,8 @@ void quantize_row_q8_k(const float* src, void* dst, int64_t n);  // bit-exact wi
 float vec_dot_f32(int64_t n, const void* w, const void* a);   // a: F32
 float vec_dot_f16(int64_t n, const void* w, const void* a);   // a: F16
 float vec_dot_bf16(int64_t n, const void* w, const void* a);  // a: BF16
+// FloatOps::dot_f16_f32: vec_dot_f16 bit for bit, its activation row already widened.
+float dot_f16_f32(int64_t n, const uint16_t* w, const float* a);
 // f16 row -> floats, exact for every half (the KV cache's values, decoded per position).
 void dequantize_row_f16(const void* src, float* dst, int64_t n);
 
@@ -52,5 +55,33 @@ void mul(const float* a, const float* b, float* out, int64_t n);
 void scale(float* x, int64_t n, float s);
 void axpy(const float* x, float* y, int64_t n, float s);
 void rope_apply(float* x, int64_t n_rot, const float* cos_sin, ref::RopeStyle style);
+
+// ---- row-interleaved ("x8") weights (simd128_x8_layout.h): repacking and its inverse
+// (simd128_x8_repack.cpp, bit moves) and the products over a group (simd128_x8.cpp).
+// Contracts: kernels/kernels.h TypeKernels::repack_x8 / gemm_x8 / unpack_x8_row.
+void repack_x8_q4_0(int64_t n, const void* rows, size_t row_stride, void* group);
+void repack_x8_q4_1(int64_t n, const void* rows, size_t row_stride, void* group);
+void repack_x8_q8_0(int64_t n, const void* rows, size_t row_stride, void* group);
+void repack_x8_q4_k(int64_t n, const void* rows, size_t row_stride, void* group);
+void repack_x8_q6_k(int64_t n, const void* rows, size_t row_stride, void* group);
+void unpack_x8_row_q4_0(int64_t n, const void* group, int r, void* row);
+void unpack_x8_row_q4_1(int64_t n, const void* group, int r, void* row);
+void unpack_x8_row_q8_0(int64_t n, const void* group, int r, void* row);
+void unpack_x8_row_q4_k(int64_t n, const void* group, int r, void* row);
+void unpack_x8_row_q6_k(int64_t n, const void* group, int r, void* row);
+// a: nc activation rows a_stride apart (Q8_0 for Q4_0 / Q8_0, Q8_1 for Q4_1, Q8_K for
+// Q4_K / Q6_K); a_sums (Q4_0 only): block_sums_q8_0 of those rows, n / 32 per row.
+void gemm_x8_q4_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
+                  float* out, size_t out_stride);
+void gemm_x8_q4_1(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
+                  float* out, size_t out_stride);
+void gemm_x8_q8_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
+                  float* out, size_t out_stride);
+void gemm_x8_q4_k(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
+                  float* out, size_t out_stride);
+void gemm_x8_q6_k(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
+                  float* out, size_t out_stride);
+// Sums of the quants of each 32-block of a Q8_0 row (n / 32 of them).
+void block_sums_q8_0(int64_t n, const void* a, int32_t* sums);
 
 }  // namespace runnel::simd128

@@ -83,11 +83,61 @@ struct FiniteF16Row {
   static float scalar(uint16_t v) { return f16(v); }
 };
 
+// F16 weights against floats that hold f16 values (dot_f16_f32): FiniteF16Row's products
+// bit for bit, with the activation side's widening already done. Only the weights'
+// magnitudes are widened; their sign goes onto the activation (the same product bits).
+struct FiniteF16F32Row {
+  using Elem = uint16_t;
+  using AElem = float;
+  v128_t largest = wasm_i16x8_splat(0);
+  void mul8(const uint16_t* w, const float* a, v128_t* lo, v128_t* hi) {
+    const v128_t hw = load(w);
+    const v128_t magnitude = wasm_i16x8_splat(0x7FFF);
+    const v128_t mw = wasm_v128_and(hw, magnitude);
+    largest = wasm_u16x8_max(largest, mw);
+    const v128_t sign = wasm_v128_andnot(hw, magnitude);
+    const v128_t zero = wasm_i16x8_splat(0);
+    v128_t w_lo, w_hi;
+    FiniteF16Row::widen_magnitudes(mw, &w_lo, &w_hi);
+    *lo = wasm_f32x4_mul(w_lo, wasm_v128_xor(wasm_v128_load(a), wasm_i16x8_shuffle(zero, sign, 0, 8, 1, 9, 2, 10, 3, 11)));
+    *hi = wasm_f32x4_mul(w_hi,
+                         wasm_v128_xor(wasm_v128_load(a + 4), wasm_i16x8_shuffle(zero, sign, 4, 12, 5, 13, 6, 14, 7, 15)));
+  }
+  bool saw_inf_or_nan() const {
+    return wasm_v128_any_true(wasm_u16x8_ge(largest, wasm_i16x8_splat(0x7C00)));
+  }
+  static float scalar_w(uint16_t v) { return f16(v); }
+  static float scalar_a(float v) { return v; }
+};
+
+// Any f16 weights (inf, NaN) against floats: F16Row's products.
+struct F16F32Row {
+  using Elem = uint16_t;
+  using AElem = float;
+  void mul8(const uint16_t* w, const float* a, v128_t* lo, v128_t* hi) {
+    v128_t w_lo, w_hi;
+    f16x8_to_f32(load(w), &w_lo, &w_hi);
+    *lo = wasm_f32x4_mul(w_lo, wasm_v128_load(a));
+    *hi = wasm_f32x4_mul(w_hi, wasm_v128_load(a + 4));
+  }
+  static float scalar_w(uint16_t v) { return f16(v); }
+  static float scalar_a(float v) { return v; }
+};
+
+// Rows whose weight and activation elements have the same type.
+template <typename Row>
+struct SameTypes : Row {
+  using AElem = typename Row::Elem;
+  static float scalar_w(typename Row::Elem v) { return Row::scalar(v); }
+  static float scalar_a(typename Row::Elem v) { return Row::scalar(v); }
+};
+
 template <typename Row>
 float dot_rows(int64_t n, const void* w_row, const void* a_row, Row& row) {
   using T = typename Row::Elem;
+  using A = typename Row::AElem;
   const T* w = static_cast<const T*>(w_row);
-  const T* a = static_cast<const T*>(a_row);
+  const A* a = static_cast<const A*>(a_row);
   v128_t acc[kAccumulators];
   for (auto& v : acc) v = wasm_f32x4_splat(0.0f);
   int64_t i = 0;
@@ -110,27 +160,35 @@ float dot_rows(int64_t n, const void* w_row, const void* a_row, Row& row) {
     for (int k = 0; k < width; ++k) acc[k] = wasm_f32x4_add(acc[k], acc[k + width]);
   }
   float sum = hsum_f32(acc[0]);
-  for (; i < n; ++i) sum += Row::scalar(w[i]) * Row::scalar(a[i]);
+  for (; i < n; ++i) sum += Row::scalar_w(w[i]) * Row::scalar_a(a[i]);
   return sum;
 }
 
 }  // namespace
 
 float vec_dot_f32(int64_t n, const void* w, const void* a) {
-  F32Row row;
+  SameTypes<F32Row> row;
   return dot_rows(n, w, a, row);
 }
 
 float vec_dot_f16(int64_t n, const void* w, const void* a) {
-  FiniteF16Row finite;
+  SameTypes<FiniteF16Row> finite;
   const float sum = dot_rows(n, w, a, finite);
   if (!finite.saw_inf_or_nan()) return sum;
-  F16Row any;
+  SameTypes<F16Row> any;
+  return dot_rows(n, w, a, any);
+}
+
+float dot_f16_f32(int64_t n, const uint16_t* w, const float* a) {
+  FiniteF16F32Row finite;
+  const float sum = dot_rows(n, w, a, finite);
+  if (!finite.saw_inf_or_nan()) return sum;
+  F16F32Row any;
   return dot_rows(n, w, a, any);
 }
 
 float vec_dot_bf16(int64_t n, const void* w, const void* a) {
-  BF16Row row;
+  SameTypes<BF16Row> row;
   return dot_rows(n, w, a, row);
 }
 

@@ -2,6 +2,7 @@
 // A wasm engine either validates a SIMD128 module or refuses all of it, so there is no
 // feature check: the wasm build always has these tables.
 #include "kernels/wasm/simd128.h"
+#include "kernels/wasm/simd128_x8_layout.h"
 #include "kernels/wasm/wasm.h"
 
 namespace runnel {
@@ -36,6 +37,27 @@ KernelTable build_simd128_table() {
   quant(G::Q8_K, simd128::quantize_row_q8_k);
   // f16 rows are the KV cache's values: decoded for every attended position.
   t.types[static_cast<uint32_t>(G::F16)].dequantize_row = simd128::dequantize_row_f16;
+  // Row-interleaved layout for resident weights (decode and prefill).
+  auto x8 = [&t](GgmlType type, void (*repack)(int64_t, const void*, size_t, void*),
+                 void (*fn)(int64_t, const void*, const void*, size_t, const int32_t*, int, float*, size_t),
+                 void (*unpack)(int64_t, const void*, int, void*), uint32_t block_bytes) {
+    TypeKernels& k = t.types[static_cast<uint32_t>(type)];
+    k.repack_x8 = repack;
+    k.gemm_x8 = fn;
+    k.unpack_x8_row = unpack;
+    k.x8_block_bytes = block_bytes;
+  };
+  x8(G::Q4_0, simd128::repack_x8_q4_0, simd128::gemm_x8_q4_0, simd128::unpack_x8_row_q4_0,
+     sizeof(simd128::x8::BlockQ4_0x8));
+  x8(G::Q4_1, simd128::repack_x8_q4_1, simd128::gemm_x8_q4_1, simd128::unpack_x8_row_q4_1,
+     sizeof(simd128::x8::BlockQ4_1x8));
+  x8(G::Q8_0, simd128::repack_x8_q8_0, simd128::gemm_x8_q8_0, simd128::unpack_x8_row_q8_0,
+     sizeof(simd128::x8::BlockQ8_0x8));
+  x8(G::Q4_K, simd128::repack_x8_q4_k, simd128::gemm_x8_q4_k, simd128::unpack_x8_row_q4_k,
+     sizeof(simd128::x8::BlockQ4_Kx8));
+  x8(G::Q6_K, simd128::repack_x8_q6_k, simd128::gemm_x8_q6_k, simd128::unpack_x8_row_q6_k,
+     sizeof(simd128::x8::BlockQ6_Kx8));
+  t.types[static_cast<uint32_t>(G::Q8_0)].block_sums = simd128::block_sums_q8_0;
   return t;
 }
 
@@ -54,6 +76,7 @@ FloatOps build_simd128_float_ops() {
   ops.scale = simd128::scale;
   ops.axpy = simd128::axpy;
   ops.rope_apply = simd128::rope_apply;
+  ops.dot_f16_f32 = simd128::dot_f16_f32;
   return ops;
 }
 

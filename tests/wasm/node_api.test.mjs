@@ -26,7 +26,7 @@ const kPrompts = [
 ];
 // Prompts whose 32 greedy tokens came out the same on every kernel set we measured
 // (native ref / AVX2 / AVX-512 and wasm SIMD128); see the comment at their test.
-const kRobustPrompts = ['1, 2, 3, 4, 5,', 'The Eiffel Tower is located in', 'Two plus two equals'];
+const kRobustPrompts = ['1, 2, 3, 4, 5,', 'The chemical symbol for water is', 'To make a cup of tea, first'];
 const kTokens = 32;
 
 // `runnel run` ends its output with one newline of its own.
@@ -74,7 +74,10 @@ describe('runnel-llm in Node', () => {
   // its batched prefill products) agreed on 3 of 15 plain prompts, native ref and
   // native AVX2 on a similar share; re-measured with the repacked (x8) products and
   // the AVX2 float ops, 6 of 20 agreed on all four kernel sets (wasm SIMD128, native
-  // ref, AVX2, AVX-512). These prompts agreed on every kernel set; the exact
+  // ref, AVX2, AVX-512); with wasm's own x8 products 3 of 22 did (its logits for "The
+  // Eiffel Tower is located in" move by 0.1 while each product stays within 3e-8 of
+  // ref's, relative to sum |w a|: quantized activations amplify last-bit differences).
+  // These prompts agreed on every kernel set; the exact
   // comparison of the whole pipeline is the ref suite below (same kernels). When a
   // kernel change moves them, re-measure over a list of prompts rather than tuning one.
   for (const prompt of kRobustPrompts) {
@@ -188,16 +191,20 @@ async function wholeText(prompt) {
 describe('runnel-llm: loading', () => {
   test('streaming under a memoryBudget below the model size gives the same greedy text', async () => {
     const size = fs.statSync(modelPath).size;
-    const model = await loadModel({ path: modelPath }, { contextSize: 512, memoryBudget: Math.floor(size * 0.75) });
+    // Below the file's size (and further below the repacked whole model's) with room to
+    // spare for what streaming needs: the repacked embeddings, one layer, KV and scratch.
+    const model = await loadModel({ path: modelPath }, { contextSize: 512, memoryBudget: Math.floor(size * 0.85) });
     try {
       assert.equal(model.info.streaming, true);
       assert.ok(model.info.weightsResidentBytes < size, `resident ${model.info.weightsResidentBytes} of ${size}`);
+      // Streamed layers keep the file's layout (per-row dots) while a whole model is
+      // repacked (x8 products): a prompt that agrees across kernel sets.
       const session = model.createSession();
-      const text = await collect(session.generate(kPrompts[0], { temperature: 0, maxTokens: kTokens }));
-      assert.equal(text, await wholeText(kPrompts[0]));
+      const text = await collect(session.generate(kRobustPrompts[0], { temperature: 0, maxTokens: kTokens }));
+      assert.equal(text, await wholeText(kRobustPrompts[0]));
       assert.ok(session.lastStats.bytesReadPerToken > 0, 'layers were read while generating');
       await model.refreshInfo();
-      assert.ok(model.info.weightsResidentBytes <= Math.floor(size * 0.75), `resident ${model.info.weightsResidentBytes}`);
+      assert.ok(model.info.weightsResidentBytes <= Math.floor(size * 0.85), `resident ${model.info.weightsResidentBytes}`);
     } finally {
       await model.dispose();
     }

@@ -44,6 +44,7 @@ struct Model {
   std::unique_ptr<ChatTemplate> chat;  // null when the model's template is unusable
   std::string chat_error;
   MemoryPlan plan;
+  uint64_t file_weight_bytes = 0;  // the tensors' bytes in the file (what a load reads)
   int n_threads = 1;
 };
 
@@ -126,7 +127,7 @@ json model_info(const Model& m) {
       {"nLayer", c.n_layer},
       {"nHead", c.n_head},
       {"nHeadKv", c.n_head_kv},
-      {"fileBytes", m.plan.weights_bytes},
+      {"fileBytes", m.file_weight_bytes},
       {"threads", m.n_threads},
       {"simd", std::string(kernels().isa)},
       {"floatOps", std::string(float_ops().isa)},
@@ -272,7 +273,10 @@ EMSCRIPTEN_KEEPALIVE int rn_model_load(const char* request_json) {
     if (budget_in < 0) throw std::invalid_argument("memoryBudget must be >= 0 bytes");
     const uint64_t budget = budget_in > 0 ? std::min<uint64_t>(static_cast<uint64_t>(budget_in), kWasmLimit) : kWasmLimit;
     const MemoryPlan& plan = model->plan;
-    const uint64_t total = plan.weights_bytes;
+    // Progress counts bytes read; the plan's weights_bytes also counts the repacked
+    // layouts' extra bytes.
+    for (const GgufTensorInfo& t : store->model().tensors) model->file_weight_bytes += t.n_bytes;
+    const uint64_t total = model->file_weight_bytes;
     store->on_load_progress([total](uint64_t done) {
       runnel_js_load_progress(static_cast<double>(done), static_cast<double>(total));
     });

@@ -33,7 +33,8 @@ std::unique_ptr<JsStore> JsStore::open(std::vector<JsFile> files) {
   for (size_t i = 0; i < s->model_.tensors.size(); ++i) {
     const int layer = layer_of_tensor(s->model_.tensors[i].name);
     Arena& a = s->arena_of(layer);
-    s->placement_[i] = Placement{layer + 1, a.n_bytes};
+    s->placement_[i].arena = layer + 1;
+    s->placement_[i].offset = a.n_bytes;
     a.n_bytes += align_up(s->model_.tensors[i].n_bytes);
     a.tensors.push_back(i);
   }
@@ -66,26 +67,39 @@ void JsStore::load_weights(uint64_t layer_budget_bytes) {
   layer_budget_ = std::max(layer_budget_bytes - pinned, max_layer);
 }
 
-void JsStore::load(Arena& a) {
-  if (a.loaded()) return;
-  a.bytes.reset(new (std::nothrow) uint8_t[std::max<uint64_t>(a.n_bytes, 1)]);
-  if (!a.bytes) {
-    throw std::runtime_error("out of wasm memory: cannot hold " + format_bytes(a.n_bytes) +
-                             " of weights next to " + format_bytes(resident_bytes_) +
-                             " already loaded (set a smaller memoryBudget to stream layers)");
+std::unique_ptr<uint8_t[]> JsStore::allocate(uint64_t n_bytes, const std::string& what) const {
+  std::unique_ptr<uint8_t[]> p(new (std::nothrow) uint8_t[std::max<uint64_t>(n_bytes, 1)]);
+  if (!p) {
+    throw std::runtime_error("out of wasm memory: cannot hold " + format_bytes(n_bytes) + " (" + what + ") next to " +
+                             format_bytes(resident_bytes_) +
+                             " of weights already loaded (set a smaller memoryBudget to stream layers)");
   }
+  return p;
+}
+
+void JsStore::load(Arena& a) {
+  if (a.loaded) return;
+  if (!per_tensor(a)) a.bytes = allocate(a.n_bytes, "a layer's weights");
   for (const size_t i : a.tensors) {
     const GgufTensorInfo& t = model_.tensors[i];
+    Placement& p = placement_[i];
+    uint8_t* dst = a.bytes.get() + p.offset;
+    if (per_tensor(a)) {
+      if (p.dropped) continue;
+      p.own = allocate(t.n_bytes, "tensor " + t.name);
+      dst = p.own.get();
+      resident_bytes_ += t.n_bytes;
+    }
     const GgufFile& f = model_.files[t.file_index];
-    files_[t.file_index].read(f.data_offset() + t.offset, a.bytes.get() + placement_[i].offset,
-                              t.n_bytes);
+    files_[t.file_index].read(f.data_offset() + t.offset, dst, t.n_bytes);
     bytes_read_ += t.n_bytes;
     if (on_load_progress_) on_load_progress_(bytes_read_);
   }
-  resident_bytes_ += a.n_bytes;
+  if (!per_tensor(a)) resident_bytes_ += a.n_bytes;
+  a.loaded = true;
 }
 
-std::span<const uint8_t> JsStore::tensor_bytes(const GgufTensorInfo& tensor) {
+size_t JsStore::index_of(const GgufTensorInfo& tensor) const {
   size_t i = static_cast<size_t>(&tensor - model_.tensors.data());
   if (&tensor < model_.tensors.data() || i >= model_.tensors.size()) {
     // Not one of ours by address (a copy): find it by name.
@@ -93,9 +107,31 @@ std::span<const uint8_t> JsStore::tensor_bytes(const GgufTensorInfo& tensor) {
     if (t == nullptr) throw std::invalid_argument("no tensor named " + tensor.name);
     i = static_cast<size_t>(t - model_.tensors.data());
   }
+  return i;
+}
+
+uint8_t* JsStore::copy_space(const GgufTensorInfo& tensor, size_t n_bytes) {
+  const size_t i = index_of(tensor);
+  if (!per_tensor(arena_of(placement_[i].arena - 1))) return nullptr;  // streamed: keep the file's layout
+  copies_.push_back(allocate(n_bytes, "the repacked " + tensor.name));
+  resident_bytes_ += n_bytes;
+  return copies_.back().get();
+}
+
+void JsStore::drop(const GgufTensorInfo& tensor) {
+  Placement& p = placement_[index_of(tensor)];
+  if (!p.own) return;
+  p.own.reset();
+  p.dropped = true;
+  resident_bytes_ -= model_.tensors[index_of(tensor)].n_bytes;
+}
+
+std::span<const uint8_t> JsStore::tensor_bytes(const GgufTensorInfo& tensor) {
+  const size_t i = index_of(tensor);
   const Placement& p = placement_[i];
-  Arena& a = p.arena == 0 ? non_layer_ : layers_[static_cast<size_t>(p.arena - 1)];
-  if (!a.loaded()) {
+  if (p.dropped) throw std::logic_error("tensor " + tensor.name + " was dropped after its repack");
+  Arena& a = arena_of(p.arena - 1);
+  if (!a.loaded) {
     // A layer used outside acquire/release: read it now, through the LRU when streaming.
     if (p.arena > 0 && streaming_) {
       acquire(p.arena - 1);
@@ -104,7 +140,8 @@ std::span<const uint8_t> JsStore::tensor_bytes(const GgufTensorInfo& tensor) {
       load(a);
     }
   }
-  return {a.bytes.get() + p.offset, static_cast<size_t>(model_.tensors[i].n_bytes)};
+  const uint8_t* base = p.own ? p.own.get() : a.bytes.get() + p.offset;
+  return {base, static_cast<size_t>(model_.tensors[i].n_bytes)};
 }
 
 void JsStore::evict_for(uint64_t n_bytes) {
@@ -115,6 +152,7 @@ void JsStore::evict_for(uint64_t n_bytes) {
       continue;
     }
     a.bytes.reset();
+    a.loaded = false;
     layer_bytes_resident_ -= a.n_bytes;
     resident_bytes_ -= a.n_bytes;
     it = lru_.erase(it);
@@ -128,7 +166,7 @@ void JsStore::acquire(int layer) {
   if (!streaming_) return;
   if (a.pinned) return;
   lru_.remove(layer);
-  if (!a.loaded()) {
+  if (!a.loaded) {
     evict_for(a.n_bytes);
     load(a);
     layer_bytes_resident_ += a.n_bytes;

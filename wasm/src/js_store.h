@@ -1,7 +1,11 @@
 // JsStore: the wasm WeightStore. Tensor bytes are read from JsFiles (wasm/src/js_file.h)
-// into arenas in wasm memory: one arena for the tensors outside layers, one per layer.
-//  - Whole (the model fits the budget): every arena is read at load and kept.
-//  - Streaming: the first layers that fit `layer_budget_bytes` are pinned; the others
+// into wasm memory.
+//  - Whole (the model fits the budget): every tensor is read at load into its own
+//    allocation and kept. The model repacks most matrices into the kernels' x8 layout
+//    (copy_space); drop() then frees the original, so a load peaks at the model plus one
+//    matrix, not twice the model.
+//  - Streaming: tensors outside layers are held as in whole mode; each layer's tensors
+//    share one arena. The first layers that fit `layer_budget_bytes` are pinned; the others
 //    live in an LRU of layer arenas bounded by what is left, and acquire() reads a
 //    missing layer (evicting the least recently used ones not in use). So a model
 //    larger than the budget, or than wasm's 4 GiB, runs with a few layers resident.
@@ -13,6 +17,7 @@
 #include <list>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/runtime/weight_store.h"
@@ -34,28 +39,36 @@ class JsStore : public WeightStore {
   std::span<const uint8_t> tensor_bytes(const GgufTensorInfo& tensor) override;
   void acquire(int layer) override;
   void release(int layer) override;
+  uint8_t* copy_space(const GgufTensorInfo& tensor, size_t n_bytes) override;
+  void drop(const GgufTensorInfo& tensor) override;
 
   bool streaming() const { return streaming_; }
-  uint64_t resident_bytes() const { return resident_bytes_; }  // arenas held now
+  uint64_t resident_bytes() const { return resident_bytes_; }  // weights held now (copies included)
   uint64_t bytes_read() const { return bytes_read_; }           // since open
   int n_layers() const { return static_cast<int>(layers_.size()); }
 
  private:
   struct Arena {
-    std::unique_ptr<uint8_t[]> bytes;
+    std::unique_ptr<uint8_t[]> bytes;  // one block for all tensors (streamed layers)
+    bool loaded = false;
     uint64_t n_bytes = 0;  // what the arena needs (its tensors, aligned)
     std::vector<size_t> tensors;  // indexes into model_.tensors
     int in_use = 0;               // acquire() minus release()
     bool pinned = false;          // streaming: read once, never evicted
-    bool loaded() const { return bytes != nullptr; }
   };
   struct Placement {
     int arena = 0;  // 0 = outside layers, l + 1 = layer l
     uint64_t offset = 0;
+    std::unique_ptr<uint8_t[]> own;  // the tensor's own allocation (per-tensor loading)
+    bool dropped = false;            // repacked: its bytes are gone (drop())
   };
 
   JsStore() = default;
   Arena& arena_of(int layer) { return layer < 0 ? non_layer_ : layers_[static_cast<size_t>(layer)]; }
+  size_t index_of(const GgufTensorInfo& tensor) const;
+  // Whole mode and tensors outside layers: one allocation per tensor (drop() frees one).
+  bool per_tensor(const Arena& a) const { return !streaming_ || &a == &non_layer_; }
+  std::unique_ptr<uint8_t[]> allocate(uint64_t n_bytes, const std::string& what) const;
   void load(Arena& a);
   void evict_for(uint64_t n_bytes);
 
@@ -68,6 +81,7 @@ class JsStore : public WeightStore {
   uint64_t layer_budget_ = 0;
   uint64_t layer_bytes_resident_ = 0;
   std::list<int> lru_;  // loaded layers, least recently used first
+  std::vector<std::unique_ptr<uint8_t[]>> copies_;  // copy_space()
   uint64_t resident_bytes_ = 0;
   uint64_t bytes_read_ = 0;
   std::function<void(uint64_t)> on_load_progress_;

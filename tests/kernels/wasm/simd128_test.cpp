@@ -31,6 +31,7 @@
 #include "kernels/wasm/wasm.h"
 #include "tests/kernels/isa_test_util.h"
 #include "tests/kernels/test_util.h"
+#include "tests/kernels/x8_test_util.h"
 
 namespace runnel {
 namespace {
@@ -284,6 +285,41 @@ TEST_CASE("SIMD128 F16 dots of rows holding inf or NaN give ref's inf or NaN", "
   }
 }
 
+TEST_CASE("SIMD128 dot_f16_f32 equals the F16 dot bit for bit, its activation widened once", "[simd128]") {
+  // Attention widens the f16 query / probabilities once and calls dot_f16_f32 per row:
+  // the same products and sums as vec_dot_f16, so the same bits, for finite rows,
+  // subnormals, and rows holding inf or NaN (either side).
+  REQUIRE(simd128_float_ops()->dot_f16_f32 != nullptr);
+  for (int64_t n : {1, 7, 8, 15, 16, 17, 64, 100, 576, 4099}) {
+    for (int kind = 0; kind < 4; ++kind) {
+      INFO("n " << n << ", kind " << kind);
+      Rng rng(static_cast<uint64_t>(n) * 7 + static_cast<uint64_t>(kind));
+      std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        x[i] = kind == 2 ? rng.symmetric() * 1e-6f : rng.bell() * (kind == 1 ? 300.0f : 1.0f);
+        y[i] = kind == 2 ? rng.symmetric() * 1e-3f : rng.bell();
+      }
+      auto w = test::quantize(GgmlType::F16, x);
+      auto a = test::quantize(GgmlType::F16, y);
+      if (kind == 3) {  // inf in the weights, NaN in the activation
+        const uint16_t inf = 0x7C00, nan = 0x7E00;
+        std::memcpy(w.data() + 2 * (n / 2), &inf, 2);
+        if (n > 2) std::memcpy(a.data() + 2 * (n - 1), &nan, 2);
+      }
+      std::vector<float> a32(static_cast<size_t>(n));
+      ref_kernels().of(GgmlType::F16).dequantize_row(a.data(), a32.data(), n);
+      const float expected = simd().of(GgmlType::F16).vec_dot(n, w.data(), a.data());
+      const float got = simd128_float_ops()->dot_f16_f32(n, reinterpret_cast<const uint16_t*>(w.data()), a32.data());
+      INFO("vec_dot_f16 " << expected << ", dot_f16_f32 " << got);
+      if (std::isnan(expected)) {
+        CHECK(std::isnan(got));
+      } else {
+        CHECK(test::bits_of(got) == test::bits_of(expected));
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------- float ops
 
 const FloatOps& ops() {
@@ -453,6 +489,39 @@ TEST_CASE("SIMD128 f16 rows decode exactly like ref, all 65536 halfs", "[simd128
   CHECK(bad == 0);
 }
 
+// ---------------------------------------------------------------- row-interleaved (x8) products
+
+TEST_CASE("SIMD128 x8 products match ref's vec_dot on random and adversarial rows", "[simd128]") {
+  test::check_x8_table(simd());
+}
+
+TEST_CASE("SIMD128 x8: Q4_0 nibble 0 (-8) against -127 in every element, with the block sum", "[simd128]") {
+  // The offset -8 goes through the activation's block sum: check it on a hand-computed case.
+  const int64_t n = 64;
+  std::vector<uint8_t> rows(kX8Rows * row_bytes(GgmlType::Q4_0, n), 0);
+  for (int r = 0; r < kX8Rows; ++r) {
+    auto* blk = reinterpret_cast<ref::BlockQ4_0*>(rows.data() + r * row_bytes(GgmlType::Q4_0, n));
+    for (int b = 0; b < 2; ++b) blk[b].d = fp32_to_fp16(0.5f * static_cast<float>(r + 1));
+  }
+  std::vector<ref::BlockQ8_0> act(2);
+  for (auto& blk : act) {
+    blk.d = fp32_to_fp16(2.0f);
+    for (auto& q : blk.qs) q = -127;
+  }
+  const TypeKernels& k = simd().of(GgmlType::Q4_0);
+  std::vector<uint8_t> group(x8_group_bytes(k, GgmlType::Q4_0, n));
+  k.repack_x8(n, rows.data(), row_bytes(GgmlType::Q4_0, n), group.data());
+  int32_t sums[2];
+  simd().of(GgmlType::Q8_0).block_sums(n, act.data(), sums);
+  CHECK(sums[0] == -127 * 32);
+  float out[kX8Rows];
+  k.gemm_x8(n, group.data(), act.data(), 0, sums, 1, out, kX8Rows);
+  for (int r = 0; r < kX8Rows; ++r) {
+    // 64 elements of (0.5 (r + 1) * -8) * (2 * -127)
+    CHECK(out[r] == 64.0f * 0.5f * static_cast<float>(r + 1) * 8.0f * 254.0f);
+  }
+}
+
 // ---------------------------------------------------------------- table and dispatch
 
 TEST_CASE("The SIMD128 table is the ref table with the SIMD128 entries swapped in", "[simd128]") {
@@ -472,6 +541,15 @@ TEST_CASE("The SIMD128 table is the ref table with the SIMD128 entries swapped i
   }
   CHECK(replaced == 17);  // 13 dots + 3 activation quantizers + the f16 row decoder
   CHECK(t->of(GgmlType::F16).dequantize_row == simd128::dequantize_row_f16);
+  int x8_types = 0;
+  for (uint32_t id = 0; id < kGgmlTypeIdLimit; ++id) {
+    const TypeKernels& x = t->types[id];
+    CHECK((x.repack_x8 != nullptr) == (x.gemm_x8 != nullptr));
+    CHECK((x.repack_x8 != nullptr) == (x.unpack_x8_row != nullptr));
+    x8_types += x.repack_x8 != nullptr;
+  }
+  CHECK(x8_types == 5);  // Q4_0, Q4_1, Q8_0, Q4_K, Q6_K
+  CHECK(t->of(GgmlType::Q8_0).block_sums != nullptr);
   for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8_K}) {
     CHECK(t->of(type).quantize_row != ref_kernels().of(type).quantize_row);
   }
@@ -493,6 +571,8 @@ TEST_CASE("The SIMD128 table is the ref table with the SIMD128 entries swapped i
   CHECK(f->geglu != r.geglu);
   CHECK(f->softcap != r.softcap);
   CHECK(f->rope_cos_sin == r.rope_cos_sin);  // not sped up: ref's
+  CHECK(f->dot_f16_f32 == simd128::dot_f16_f32);
+  CHECK(r.dot_f16_f32 == nullptr);
 }
 
 TEST_CASE("select_kernels picks SIMD128 automatically and can still force ref", "[simd128]") {

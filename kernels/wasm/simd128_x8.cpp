@@ -1,0 +1,289 @@
+// SIMD128 products over row-interleaved groups (TypeKernels::gemm_x8; layouts in
+// simd128_x8_layout.h): one group of 8 weight rows against nc activation rows, for decode
+// (nc = 1) and prefill alike.
+//
+// Per block and per half group (4 rows): each row's quants are widened to int16 and
+// dotted with the activation's int16 quants (i32x4.dot_i16x8: exact; the largest lane
+// sums are stated per type), the 4 rows' int32 vectors are transposed into one vector
+// (lane r = row r), and that vector is scaled with the 4 rows' scales widened from one
+// load (stored as floats). ref sums one float per block as well, so the two agree to float rounding: within
+// vec_dot's bound of 1e-5 * S.
+#include <wasm_simd128.h>
+
+#include "kernels/ref/blocks.h"
+#include "kernels/wasm/simd128.h"
+#include "kernels/wasm/simd128_common.h"
+#include "kernels/wasm/simd128_x8_layout.h"
+
+namespace runnel::simd128 {
+namespace {
+
+using namespace x8;
+
+// [sum(s0), sum(s1), sum(s2), sum(s3)] of four int32x4 vectors.
+inline v128_t transpose_sum(v128_t s0, v128_t s1, v128_t s2, v128_t s3) {
+  const v128_t s01 = wasm_i32x4_add(wasm_i32x4_shuffle(s0, s1, 0, 4, 1, 5), wasm_i32x4_shuffle(s0, s1, 2, 6, 3, 7));
+  const v128_t s23 = wasm_i32x4_add(wasm_i32x4_shuffle(s2, s3, 0, 4, 1, 5), wasm_i32x4_shuffle(s2, s3, 2, 6, 3, 7));
+  return wasm_i32x4_add(wasm_i32x4_shuffle(s01, s23, 0, 1, 4, 5), wasm_i32x4_shuffle(s01, s23, 2, 3, 6, 7));
+}
+
+// 32 activation quants as four int16 vectors: elements 0..7, 8..15, 16..23, 24..31.
+struct Act32 {
+  v128_t v[4];
+  explicit Act32(const int8_t* q) {
+    const v128_t lo = load(q);
+    const v128_t hi = load(q + 16);
+    v[0] = wasm_i16x8_extend_low_i8x16(lo);
+    v[1] = wasm_i16x8_extend_high_i8x16(lo);
+    v[2] = wasm_i16x8_extend_low_i8x16(hi);
+    v[3] = wasm_i16x8_extend_high_i8x16(hi);
+  }
+};
+
+// sum q[e] a[e] over 32 nibbles in lane order (q in [0, 15], |a| <= 128): each int32 lane
+// gets 8 products, |lane| <= 8 * 15 * 128.
+inline v128_t dot_lane_order(const uint8_t* qs, const Act32& a) {
+  const v128_t packed = load(qs);
+  const v128_t mask = wasm_i16x8_splat(0x0F);
+  const v128_t q0 = wasm_v128_and(packed, mask);
+  const v128_t q1 = wasm_v128_and(wasm_u16x8_shr(packed, 4), mask);
+  const v128_t q2 = wasm_v128_and(wasm_u16x8_shr(packed, 8), mask);
+  const v128_t q3 = wasm_u16x8_shr(packed, 12);
+  return wasm_i32x4_add(wasm_i32x4_add(wasm_i32x4_dot_i16x8(q0, a.v[0]), wasm_i32x4_dot_i16x8(q1, a.v[1])),
+                        wasm_i32x4_add(wasm_i32x4_dot_i16x8(q2, a.v[2]), wasm_i32x4_dot_i16x8(q3, a.v[3])));
+}
+
+// sum q[e] a[e] over 32 int8 quants: |lane| <= 8 * 128 * 128.
+inline v128_t dot_i8_32(const int8_t* q, const Act32& a) {
+  const v128_t lo = load(q);
+  const v128_t hi = load(q + 16);
+  return wasm_i32x4_add(
+      wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(lo), a.v[0]),
+                     wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(lo), a.v[1])),
+      wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(hi), a.v[2]),
+                     wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(hi), a.v[3])));
+}
+
+// Blocks of activation scales widened together: per-block scalar f16 decoding would cost
+// as much as a row's integer work. Chunks of kChunk blocks keep them on the stack.
+constexpr int kChunk = 32;
+
+// Field `field` (Q8_0 / Q8_1 d, Q8_1 s) of `count` blocks from y as floats.
+template <typename Block>
+inline void widen_fields(const Block* y, int count, uint16_t Block::*field, float* out) {
+  for (int b = 0; b < count; b += 8) {
+    uint16_t h[8] = {};
+    for (int k = 0; k < 8 && b + k < count; ++k) h[k] = y[b + k].*field;
+    v128_t lo, hi;
+    f16x8_to_f32(load(h), &lo, &hi);
+    wasm_v128_store(out + b, lo);
+    wasm_v128_store(out + b + 4, hi);
+  }
+}
+
+inline void store_8(float* out, v128_t lo, v128_t hi) {
+  wasm_v128_store(out, lo);
+  wasm_v128_store(out + 4, hi);
+}
+
+// ---------------------------------------------------------------- legacy blocks
+
+// Block b of the 4 rows of half h: their integer dots with the activation, lane r = row 4h + r.
+template <typename Group>
+inline v128_t half_sums_nibbles(const Group& g, int h, const Act32& a) {
+  return transpose_sum(dot_lane_order(g.qs[4 * h], a), dot_lane_order(g.qs[4 * h + 1], a),
+                       dot_lane_order(g.qs[4 * h + 2], a), dot_lane_order(g.qs[4 * h + 3], a));
+}
+
+// Q4_0: sum (q - 8) a = sum q a - 8 sum a, with sum a from a_sums (exact in int32).
+void gemm_q4_0_rows(int64_t nb, const BlockQ4_0x8* g, const ref::BlockQ8_0* y, const int32_t* sums, float* out) {
+  v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
+  alignas(16) float da[kChunk + 8];
+  for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
+    const int count = static_cast<int>(nb - b0 < kChunk ? nb - b0 : kChunk);
+    widen_fields(y + b0, count, &ref::BlockQ8_0::d, da);
+    for (int i = 0; i < count; ++i) {
+      const int64_t b = b0 + i;
+      const Act32 a(y[b].qs);
+      const v128_t offset = wasm_i32x4_splat(8 * sums[b]);
+      const v128_t d_a = wasm_f32x4_splat(da[i]);
+      for (int h = 0; h < 2; ++h) {
+        const v128_t isum = wasm_i32x4_sub(half_sums_nibbles(g[b], h, a), offset);
+        const v128_t d = wasm_f32x4_mul(load(g[b].d + 4 * h), d_a);
+        acc[h] = wasm_f32x4_add(acc[h], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), d));
+      }
+    }
+  }
+  store_8(out, acc[0], acc[1]);
+}
+
+// Q4_1: w = d q + m; the m term is m * s (s = d_a sum q_a, the Q8_1 block's second field).
+void gemm_q4_1_rows(int64_t nb, const BlockQ4_1x8* g, const ref::BlockQ8_1* y, float* out) {
+  v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
+  alignas(16) float da[kChunk + 8];
+  alignas(16) float sa[kChunk + 8];
+  for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
+    const int count = static_cast<int>(nb - b0 < kChunk ? nb - b0 : kChunk);
+    widen_fields(y + b0, count, &ref::BlockQ8_1::d, da);
+    widen_fields(y + b0, count, &ref::BlockQ8_1::s, sa);
+    for (int i = 0; i < count; ++i) {
+      const int64_t b = b0 + i;
+      const Act32 a(y[b].qs);
+      const v128_t d_a = wasm_f32x4_splat(da[i]);
+      const v128_t s = wasm_f32x4_splat(sa[i]);
+      for (int h = 0; h < 2; ++h) {
+        const v128_t isum = half_sums_nibbles(g[b], h, a);
+        const v128_t d = wasm_f32x4_mul(load(g[b].d + 4 * h), d_a);
+        acc[h] = wasm_f32x4_add(acc[h], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), d));
+        acc[h] = wasm_f32x4_add(acc[h], wasm_f32x4_mul(load(g[b].m + 4 * h), s));
+      }
+    }
+  }
+  store_8(out, acc[0], acc[1]);
+}
+
+void gemm_q8_0_rows(int64_t nb, const BlockQ8_0x8* g, const ref::BlockQ8_0* y, float* out) {
+  v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
+  alignas(16) float da[kChunk + 8];
+  for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
+    const int count = static_cast<int>(nb - b0 < kChunk ? nb - b0 : kChunk);
+    widen_fields(y + b0, count, &ref::BlockQ8_0::d, da);
+    for (int i = 0; i < count; ++i) {
+      const int64_t b = b0 + i;
+      const Act32 a(y[b].qs);
+      const v128_t d_a = wasm_f32x4_splat(da[i]);
+      for (int h = 0; h < 2; ++h) {
+        const v128_t isum = transpose_sum(dot_i8_32(g[b].qs[4 * h], a), dot_i8_32(g[b].qs[4 * h + 1], a),
+                                          dot_i8_32(g[b].qs[4 * h + 2], a), dot_i8_32(g[b].qs[4 * h + 3], a));
+        const v128_t d = wasm_f32x4_mul(load(g[b].d + 4 * h), d_a);
+        acc[h] = wasm_f32x4_add(acc[h], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), d));
+      }
+    }
+  }
+  store_8(out, acc[0], acc[1]);
+}
+
+// ---------------------------------------------------------------- k-quants
+
+// The 8 sums of 32 activation quants of a Q8_K block (from its 16 sums of 16) as int16
+// lanes (|sum| <= 32 * 128 fits).
+inline v128_t q8_k_sums32(const ref::BlockQ8_K& y) {
+  const v128_t lo = wasm_i32x4_extadd_pairwise_i16x8(load(y.bsums));
+  const v128_t hi = wasm_i32x4_extadd_pairwise_i16x8(load(y.bsums + 8));
+  return wasm_i16x8_narrow_i32x4(lo, hi);
+}
+
+// Q4_K: row r's block = d sum_s sc_s (q_s . a_s) - dmin sum_s m_s sum(a_s), times d_a.
+// Per row, sc_s (q_s . a_s) is accumulated in int32 lanes: |total| <= 8 * 63 * 32 * 15 * 128.
+void gemm_q4_k_rows(int64_t nb, const BlockQ4_Kx8* g, const ref::BlockQ8_K* y, float* out) {
+  v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ4_Kx8& blk = g[b];
+    const v128_t da = wasm_f32x4_splat(y[b].d);
+    const v128_t sums32 = q8_k_sums32(y[b]);
+    for (int h = 0; h < 2; ++h) {
+      v128_t row[4] = {wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0)};
+      for (int s = 0; s < 8; ++s) {
+        const Act32 a(y[b].qs + 32 * s);
+        for (int r = 0; r < 4; ++r) {
+          const v128_t dot = dot_lane_order(blk.qs[4 * h + r][s], a);
+          row[r] = wasm_i32x4_add(row[r], wasm_i32x4_mul(dot, wasm_i32x4_splat(blk.sc[s][4 * h + r])));
+        }
+      }
+      // The min terms: row r's 8 mins dotted with the 8 sub-block sums (|lane| <= 2 * 63 * 4096).
+      v128_t mins[4];
+      for (int r = 0; r < 4; ++r) {
+        const v128_t m = wasm_u16x8_extend_low_u8x16(wasm_v128_load64_zero(blk.m[4 * h + r]));
+        mins[r] = wasm_i32x4_dot_i16x8(m, sums32);
+      }
+      const v128_t isum = transpose_sum(row[0], row[1], row[2], row[3]);
+      const v128_t msum = transpose_sum(mins[0], mins[1], mins[2], mins[3]);
+      const v128_t term = wasm_f32x4_sub(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), load(blk.d + 4 * h)),
+                                         wasm_f32x4_mul(wasm_f32x4_convert_i32x4(msum), load(blk.dmin + 4 * h)));
+      acc[h] = wasm_f32x4_add(acc[h], wasm_f32x4_mul(term, da));
+    }
+  }
+  store_8(out, acc[0], acc[1]);
+}
+
+// Q6_K: row r's block = d sum_g sc_g (q_g . a_g) over 16 groups of 16 (q in [-32, 31]):
+// |total| <= 16 * 128 * 16 * 32 * 128.
+void gemm_q6_k_rows(int64_t nb, const BlockQ6_Kx8* g, const ref::BlockQ8_K* y, float* out) {
+  v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ6_Kx8& blk = g[b];
+    const v128_t da = wasm_f32x4_splat(y[b].d);
+    for (int h = 0; h < 2; ++h) {
+      v128_t row[4] = {wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0)};
+      for (int s = 0; s < 8; ++s) {
+        const Act32 a(y[b].qs + 32 * s);
+        for (int r = 0; r < 4; ++r) {
+          const int8_t* q = blk.q[4 * h + r] + 32 * s;
+          const v128_t lo = load(q);
+          const v128_t hi = load(q + 16);
+          const v128_t dot0 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(lo), a.v[0]),
+                                             wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(lo), a.v[1]));
+          const v128_t dot1 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(hi), a.v[2]),
+                                             wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(hi), a.v[3]));
+          const int8_t* sc = blk.scales[4 * h + r] + 2 * s;
+          row[r] = wasm_i32x4_add(row[r], wasm_i32x4_add(wasm_i32x4_mul(dot0, wasm_i32x4_splat(sc[0])),
+                                                         wasm_i32x4_mul(dot1, wasm_i32x4_splat(sc[1]))));
+        }
+      }
+      const v128_t isum = transpose_sum(row[0], row[1], row[2], row[3]);
+      acc[h] = wasm_f32x4_add(acc[h], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), wasm_f32x4_mul(load(blk.d + 4 * h), da)));
+    }
+  }
+  store_8(out, acc[0], acc[1]);
+}
+
+template <typename Act>
+const Act* act_row(const void* a, size_t a_stride, int c) {
+  return reinterpret_cast<const Act*>(static_cast<const uint8_t*>(a) + static_cast<size_t>(c) * a_stride);
+}
+
+}  // namespace
+
+// Each activation row runs over the whole group (nc passes): a group is a few KiB to a
+// few tens of KiB, so the later passes read it from L1 / L2.
+void gemm_x8_q4_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
+                  float* out, size_t out_stride) {
+  for (int c = 0; c < nc; ++c) {
+    gemm_q4_0_rows(n / kQK, static_cast<const BlockQ4_0x8*>(group), act_row<ref::BlockQ8_0>(a, a_stride, c),
+                   a_sums + c * (n / kQK), out + c * out_stride);
+  }
+}
+
+void gemm_x8_q4_1(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/, int nc,
+                  float* out, size_t out_stride) {
+  for (int c = 0; c < nc; ++c) {
+    gemm_q4_1_rows(n / kQK, static_cast<const BlockQ4_1x8*>(group), act_row<ref::BlockQ8_1>(a, a_stride, c),
+                   out + c * out_stride);
+  }
+}
+
+void gemm_x8_q8_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/, int nc,
+                  float* out, size_t out_stride) {
+  for (int c = 0; c < nc; ++c) {
+    gemm_q8_0_rows(n / kQK, static_cast<const BlockQ8_0x8*>(group), act_row<ref::BlockQ8_0>(a, a_stride, c),
+                   out + c * out_stride);
+  }
+}
+
+void gemm_x8_q4_k(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/, int nc,
+                  float* out, size_t out_stride) {
+  for (int c = 0; c < nc; ++c) {
+    gemm_q4_k_rows(n / kQK_K, static_cast<const BlockQ4_Kx8*>(group), act_row<ref::BlockQ8_K>(a, a_stride, c),
+                   out + c * out_stride);
+  }
+}
+
+void gemm_x8_q6_k(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/, int nc,
+                  float* out, size_t out_stride) {
+  for (int c = 0; c < nc; ++c) {
+    gemm_q6_k_rows(n / kQK_K, static_cast<const BlockQ6_Kx8*>(group), act_row<ref::BlockQ8_K>(a, a_stride, c),
+                   out + c * out_stride);
+  }
+}
+
+}  // namespace runnel::simd128

@@ -1,0 +1,72 @@
+// The row-interleaved ("x8") weight layouts of the SIMD128 kernels (TypeKernels::repack_x8 /
+// gemm_x8, kernels/kernels.h). Eight consecutive rows become one group; block b of the
+// group holds block b of all 8 rows, so the kernels read one stream instead of eight.
+// The rows' f16 scales are stored as floats, 4 rows to a 16-byte load: SIMD128 has no
+// f16 conversion, and widening the scales in the kernel cost a fifth of its instructions
+// (the groups are 5-20% larger than the rows they hold, Q6_K 31%: x8_block_bytes).
+//
+// SIMD128 has no 8-bit multiply-add into 32 bits, only i32x4.dot_i16x8 (8 int16 products
+// summed in pairs). So the quants are stored the way the kernels widen them to int16:
+//  - 4-bit quants, per 32 elements, in "lane order": 16 bytes read as 8 uint16 lanes,
+//    lane k holding elements k, 8 + k, 16 + k and 24 + k in bits 0-3, 4-7, 8-11 and 12-15.
+//    (lane >> 4j) & 15 is then elements 8j .. 8j + 7 as int16 lanes: 3 shifts and 3 ands
+//    per 32 elements instead of a byte unpack and four widenings.
+//  - Q6_K's 6-bit quants as plain int8 (q - 32): this group is 31% larger than the rows
+//    it holds, and its dot costs what Q8_0's does.
+// Plain structs (no intrinsics): simd128_x8_repack.cpp writes and reads them; the floats
+// hold the f16 values exactly and go back to the same bits.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/types.h"
+
+namespace runnel::simd128::x8 {
+
+constexpr int kRows = 8;
+
+// Q4_0: d[r] and row r's 32 nibbles in lane order (q in [0, 15]; the kernel subtracts 8
+// through the activation's block sum).
+struct BlockQ4_0x8 {
+  float d[kRows];
+  uint8_t qs[kRows][16];
+};
+static_assert(sizeof(BlockQ4_0x8) == 8 * 18 + 16);
+
+// Q4_1: Q4_0's arrangement with the 8 rows' mins after their scales.
+struct BlockQ4_1x8 {
+  float d[kRows];
+  float m[kRows];
+  uint8_t qs[kRows][16];
+};
+static_assert(sizeof(BlockQ4_1x8) == 8 * 20 + 32);
+
+// Q8_0: the rows' blocks with their scales gathered in front.
+struct BlockQ8_0x8 {
+  float d[kRows];
+  int8_t qs[kRows][kQK];
+};
+static_assert(sizeof(BlockQ8_0x8) == 8 * 34 + 16);
+
+// Q4_K: sc[s][r] = row r's 6-bit scale of sub-block s (one byte, so the kernel splats it),
+// m[r][s] its min (a row's 8 mins are one 8-byte load, dotted with the 8 sub-block sums
+// of the activation), qs[r][s] sub-block s's 32 nibbles in lane order.
+struct BlockQ4_Kx8 {
+  float d[kRows];
+  float dmin[kRows];
+  uint8_t sc[8][kRows];
+  uint8_t m[kRows][8];
+  uint8_t qs[kRows][8][16];
+};
+static_assert(sizeof(BlockQ4_Kx8) == 8 * 144 + 64);
+
+// Q6_K: scales[r][g] = row r's scale of 16-element group g, q[r][i] = its element i as
+// q - 32 in [-32, 31].
+struct BlockQ6_Kx8 {
+  float d[kRows];
+  int8_t scales[kRows][kQK_K / 16];
+  int8_t q[kRows][kQK_K];
+};
+static_assert(sizeof(BlockQ6_Kx8) == 32 + 8 * 16 + 8 * 256);
+
+}  // namespace runnel::simd128::x8

@@ -1,0 +1,221 @@
+// Repacking of 8 weight rows into the SIMD128 x8 layouts (simd128_x8_layout.h) and back
+// (unpack_x8_row: the embedding lookups of a matrix that is also the output projection).
+// Bit moves only: a group keeps every bit of its rows, and unpacking gives them back
+// byte for byte (checked in tests/kernels/wasm/simd128_test.cpp).
+#include <cstring>
+
+#include "kernels/fp16.h"
+#include "kernels/ref/blocks.h"
+#include "kernels/ref/k_quants_common.h"
+#include "kernels/wasm/simd128.h"
+#include "kernels/wasm/simd128_x8_layout.h"
+
+namespace runnel::simd128 {
+
+using namespace x8;
+
+namespace {
+
+// f16 scale <-> the float the layout holds. fp16_to_fp32 is exact for every half, NaN
+// payloads included; back, NaNs keep their payload bits (fp32_to_fp16 would quiet them).
+float scale_of(uint16_t h) {
+  return fp16_to_fp32(h);
+}
+uint16_t half_of(float f) {
+  const uint32_t x = f32_bits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>(((x >> 16) & 0x8000u) | 0x7c00u | ((x >> 13) & 0x3ffu));
+  return fp32_to_fp16(f);
+}
+
+template <typename Block>
+const Block& row_block(const void* rows, size_t row_stride, int r, int64_t b) {
+  return reinterpret_cast<const Block*>(static_cast<const uint8_t*>(rows) + static_cast<size_t>(r) * row_stride)[b];
+}
+
+// 32 nibbles (element e at q[e], each in [0, 15]) -> 16 bytes in lane order.
+void put_lane_order(const uint8_t* q, uint8_t* out) {
+  for (int k = 0; k < 8; ++k) {
+    out[2 * k] = static_cast<uint8_t>(q[k] | q[8 + k] << 4);
+    out[2 * k + 1] = static_cast<uint8_t>(q[16 + k] | q[24 + k] << 4);
+  }
+}
+
+// The inverse: 16 bytes in lane order -> q[0..32).
+void get_lane_order(const uint8_t* in, uint8_t* q) {
+  for (int k = 0; k < 8; ++k) {
+    q[k] = in[2 * k] & 0x0F;
+    q[8 + k] = in[2 * k] >> 4;
+    q[16 + k] = in[2 * k + 1] & 0x0F;
+    q[24 + k] = in[2 * k + 1] >> 4;
+  }
+}
+
+// A legacy block's 16 bytes (low nibbles: elements 0..15, high: 16..31) <-> lane order.
+void legacy_to_lane_order(const uint8_t* qs, uint8_t* out) {
+  uint8_t q[kQK];
+  for (int i = 0; i < 16; ++i) {
+    q[i] = qs[i] & 0x0F;
+    q[16 + i] = qs[i] >> 4;
+  }
+  put_lane_order(q, out);
+}
+
+void lane_order_to_legacy(const uint8_t* in, uint8_t* qs) {
+  uint8_t q[kQK];
+  get_lane_order(in, q);
+  for (int i = 0; i < 16; ++i) qs[i] = static_cast<uint8_t>(q[i] | q[16 + i] << 4);
+}
+
+// Q6_K element e of a block: ql / qh positions (see ref's dequantize_row_q6_k).
+int q6_k_quant(const ref::BlockQ6_K& blk, int e) {
+  const int half = e / 128, quarter = (e % 128) / 32, l = e % 32;
+  const uint8_t low = blk.ql[64 * half + 32 * (quarter % 2) + l];
+  const int nibble = quarter < 2 ? low & 0x0F : low >> 4;
+  const int high = (blk.qh[32 * half + l] >> (2 * quarter)) & 3;
+  return nibble | high << 4;
+}
+
+}  // namespace
+
+void repack_x8_q4_0(int64_t n, const void* rows, size_t row_stride, void* group) {
+  auto* g = static_cast<BlockQ4_0x8*>(group);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    for (int r = 0; r < kRows; ++r) {
+      const auto& blk = row_block<ref::BlockQ4_0>(rows, row_stride, r, b);
+      g[b].d[r] = scale_of(blk.d);
+      legacy_to_lane_order(blk.qs, g[b].qs[r]);
+    }
+  }
+}
+
+void repack_x8_q4_1(int64_t n, const void* rows, size_t row_stride, void* group) {
+  auto* g = static_cast<BlockQ4_1x8*>(group);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    for (int r = 0; r < kRows; ++r) {
+      const auto& blk = row_block<ref::BlockQ4_1>(rows, row_stride, r, b);
+      g[b].d[r] = scale_of(blk.d);
+      g[b].m[r] = scale_of(blk.m);
+      legacy_to_lane_order(blk.qs, g[b].qs[r]);
+    }
+  }
+}
+
+void repack_x8_q8_0(int64_t n, const void* rows, size_t row_stride, void* group) {
+  auto* g = static_cast<BlockQ8_0x8*>(group);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    for (int r = 0; r < kRows; ++r) {
+      const auto& blk = row_block<ref::BlockQ8_0>(rows, row_stride, r, b);
+      g[b].d[r] = scale_of(blk.d);
+      std::memcpy(g[b].qs[r], blk.qs, kQK);
+    }
+  }
+}
+
+void repack_x8_q4_k(int64_t n, const void* rows, size_t row_stride, void* group) {
+  auto* g = static_cast<BlockQ4_Kx8*>(group);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    for (int r = 0; r < kRows; ++r) {
+      const auto& blk = row_block<ref::BlockQ4_K>(rows, row_stride, r, b);
+      g[b].d[r] = scale_of(blk.d);
+      g[b].dmin[r] = scale_of(blk.dmin);
+      for (int s = 0; s < 8; ++s) ref::unpack_scale_min_k4(s, blk.scales, &g[b].sc[s][r], &g[b].m[r][s]);
+      // 32-byte chunk c: low nibbles are sub-block 2c, high nibbles sub-block 2c + 1.
+      for (int c = 0; c < 4; ++c) {
+        uint8_t lo[kQK], hi[kQK];
+        for (int i = 0; i < kQK; ++i) {
+          lo[i] = blk.qs[32 * c + i] & 0x0F;
+          hi[i] = blk.qs[32 * c + i] >> 4;
+        }
+        put_lane_order(lo, g[b].qs[r][2 * c]);
+        put_lane_order(hi, g[b].qs[r][2 * c + 1]);
+      }
+    }
+  }
+}
+
+void repack_x8_q6_k(int64_t n, const void* rows, size_t row_stride, void* group) {
+  auto* g = static_cast<BlockQ6_Kx8*>(group);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    for (int r = 0; r < kRows; ++r) {
+      const auto& blk = row_block<ref::BlockQ6_K>(rows, row_stride, r, b);
+      g[b].d[r] = scale_of(blk.d);
+      std::memcpy(g[b].scales[r], blk.scales, sizeof blk.scales);
+      for (int e = 0; e < kQK_K; ++e) g[b].q[r][e] = static_cast<int8_t>(q6_k_quant(blk, e) - 32);
+    }
+  }
+}
+
+void unpack_x8_row_q4_0(int64_t n, const void* group, int r, void* row) {
+  const auto* g = static_cast<const BlockQ4_0x8*>(group);
+  auto* out = static_cast<ref::BlockQ4_0*>(row);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    out[b].d = half_of(g[b].d[r]);
+    lane_order_to_legacy(g[b].qs[r], out[b].qs);
+  }
+}
+
+void unpack_x8_row_q4_1(int64_t n, const void* group, int r, void* row) {
+  const auto* g = static_cast<const BlockQ4_1x8*>(group);
+  auto* out = static_cast<ref::BlockQ4_1*>(row);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    out[b].d = half_of(g[b].d[r]);
+    out[b].m = half_of(g[b].m[r]);
+    lane_order_to_legacy(g[b].qs[r], out[b].qs);
+  }
+}
+
+void unpack_x8_row_q8_0(int64_t n, const void* group, int r, void* row) {
+  const auto* g = static_cast<const BlockQ8_0x8*>(group);
+  auto* out = static_cast<ref::BlockQ8_0*>(row);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    out[b].d = half_of(g[b].d[r]);
+    std::memcpy(out[b].qs, g[b].qs[r], kQK);
+  }
+}
+
+void unpack_x8_row_q4_k(int64_t n, const void* group, int r, void* row) {
+  const auto* g = static_cast<const BlockQ4_Kx8*>(group);
+  auto* out = static_cast<ref::BlockQ4_K*>(row);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    out[b].d = half_of(g[b].d[r]);
+    out[b].dmin = half_of(g[b].dmin[r]);
+    uint8_t sc[8];
+    for (int s = 0; s < 8; ++s) sc[s] = g[b].sc[s][r];
+    ref::pack_scale_min_k4(sc, g[b].m[r], out[b].scales);
+    for (int c = 0; c < 4; ++c) {
+      uint8_t lo[kQK], hi[kQK];
+      get_lane_order(g[b].qs[r][2 * c], lo);
+      get_lane_order(g[b].qs[r][2 * c + 1], hi);
+      for (int i = 0; i < kQK; ++i) out[b].qs[32 * c + i] = static_cast<uint8_t>(lo[i] | hi[i] << 4);
+    }
+  }
+}
+
+void unpack_x8_row_q6_k(int64_t n, const void* group, int r, void* row) {
+  const auto* g = static_cast<const BlockQ6_Kx8*>(group);
+  auto* out = static_cast<ref::BlockQ6_K*>(row);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    ref::BlockQ6_K& blk = out[b];
+    std::memset(&blk, 0, sizeof blk);
+    blk.d = half_of(g[b].d[r]);
+    std::memcpy(blk.scales, g[b].scales[r], sizeof blk.scales);
+    for (int e = 0; e < kQK_K; ++e) {
+      const int q = g[b].q[r][e] + 32;
+      const int half = e / 128, quarter = (e % 128) / 32, l = e % 32;
+      uint8_t& low = blk.ql[64 * half + 32 * (quarter % 2) + l];
+      low = static_cast<uint8_t>(low | (quarter < 2 ? q & 0x0F : (q & 0x0F) << 4));
+      blk.qh[32 * half + l] = static_cast<uint8_t>(blk.qh[32 * half + l] | (q >> 4) << (2 * quarter));
+    }
+  }
+}
+
+void block_sums_q8_0(int64_t n, const void* a, int32_t* sums) {
+  const auto* y = static_cast<const ref::BlockQ8_0*>(a);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    int32_t s = 0;
+    for (int i = 0; i < kQK; ++i) s += y[b].qs[i];
+    sums[b] = s;
+  }
+}
+
+}  // namespace runnel::simd128
