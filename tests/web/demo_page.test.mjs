@@ -229,6 +229,19 @@ describe('demo page, cross-origin isolated', () => {
       assert.equal(await page.evaluate(() => crossOriginIsolated), true);
       assert.match(await page.textContent('#model-info'), /2 threads/);
       assert.equal(await chat(page), expected);
+      // Errors keep their message in the pthreads build too (its C++ exceptions are
+      // Emscripten's JavaScript-based ones: with native wasm exceptions a catch by type
+      // never matched there).
+      const error = await page.evaluate(async (url) => {
+        const { loadModel } = await import('./runnel-llm/js/index.js');
+        try {
+          await loadModel({ url }, { threads: 2, memoryBudget: 1 << 20 });
+          return 'loaded';
+        } catch (e) {
+          return e.message;
+        }
+      }, `${server.url}${modelRoute}`);
+      assert.match(error, /does not fit memoryBudget 1\.0 MiB/);
     } finally {
       await browser.close();
       await server.close();

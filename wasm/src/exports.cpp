@@ -91,8 +91,12 @@ T guarded(T failed, Fn&& fn) {
   } catch (const std::exception& e) {
     g_error = e.what();
   } catch (...) {
+#if defined(__wasm_exception_handling__)
     const std::type_info* type = abi::__cxa_current_exception_type();
     g_error = std::string("internal error: an exception of type ") + (type ? type->name() : "unknown");
+#else
+    g_error = "internal error: an exception that is not a std::exception";
+#endif
   }
   return failed;
 }
