@@ -66,13 +66,35 @@ void lane_order_to_legacy(const uint8_t* in, uint8_t* qs) {
   for (int i = 0; i < 16; ++i) qs[i] = static_cast<uint8_t>(q[i] | q[16 + i] << 4);
 }
 
-// Q6_K element e of a block: ql / qh positions (see ref's dequantize_row_q6_k).
-int q6_k_quant(const ref::BlockQ6_K& blk, int e) {
-  const int half = e / 128, quarter = (e % 128) / 32, l = e % 32;
-  const uint8_t low = blk.ql[64 * half + 32 * (quarter % 2) + l];
-  const int nibble = quarter < 2 ? low & 0x0F : low >> 4;
-  const int high = (blk.qh[32 * half + l] >> (2 * quarter)) & 3;
-  return nibble | high << 4;
+// A Q6_K block's 256 quants q - 32 in element order (the loop of ref's
+// dequantize_row_q6_k: for half h and l < 32, one ql / qh byte pair gives 4 elements).
+void q6_k_quants(const ref::BlockQ6_K& blk, int8_t* q) {
+  for (int h = 0; h < 2; ++h) {
+    const uint8_t* ql = blk.ql + 64 * h;
+    const uint8_t* qh = blk.qh + 32 * h;
+    int8_t* y = q + 128 * h;
+    for (int l = 0; l < 32; ++l) {
+      y[l] = static_cast<int8_t>(((ql[l] & 0x0F) | ((qh[l] & 3) << 4)) - 32);
+      y[l + 32] = static_cast<int8_t>(((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32);
+      y[l + 64] = static_cast<int8_t>(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
+      y[l + 96] = static_cast<int8_t>(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
+    }
+  }
+}
+
+// The inverse: 256 quants q - 32 back into ql / qh.
+void q6_k_pack(const int8_t* q, ref::BlockQ6_K& blk) {
+  for (int h = 0; h < 2; ++h) {
+    uint8_t* ql = blk.ql + 64 * h;
+    uint8_t* qh = blk.qh + 32 * h;
+    const int8_t* y = q + 128 * h;
+    for (int l = 0; l < 32; ++l) {
+      const int q1 = y[l] + 32, q2 = y[l + 32] + 32, q3 = y[l + 64] + 32, q4 = y[l + 96] + 32;
+      ql[l] = static_cast<uint8_t>((q1 & 0x0F) | (q3 & 0x0F) << 4);
+      ql[l + 32] = static_cast<uint8_t>((q2 & 0x0F) | (q4 & 0x0F) << 4);
+      qh[l] = static_cast<uint8_t>((q1 >> 4) | (q2 >> 4) << 2 | (q3 >> 4) << 4 | (q4 >> 4) << 6);
+    }
+  }
 }
 
 }  // namespace
@@ -140,7 +162,7 @@ void repack_x8_q6_k(int64_t n, const void* rows, size_t row_stride, void* group)
       const auto& blk = row_block<ref::BlockQ6_K>(rows, row_stride, r, b);
       g[b].d[r] = scale_of(blk.d);
       std::memcpy(g[b].scales[r], blk.scales, sizeof blk.scales);
-      for (int e = 0; e < kQK_K; ++e) g[b].q[r][e] = static_cast<int8_t>(q6_k_quant(blk, e) - 32);
+      q6_k_quants(blk, g[b].q[r]);
     }
   }
 }
@@ -195,17 +217,9 @@ void unpack_x8_row_q6_k(int64_t n, const void* group, int r, void* row) {
   const auto* g = static_cast<const BlockQ6_Kx8*>(group);
   auto* out = static_cast<ref::BlockQ6_K*>(row);
   for (int64_t b = 0; b < n / kQK_K; ++b) {
-    ref::BlockQ6_K& blk = out[b];
-    std::memset(&blk, 0, sizeof blk);
-    blk.d = half_of(g[b].d[r]);
-    std::memcpy(blk.scales, g[b].scales[r], sizeof blk.scales);
-    for (int e = 0; e < kQK_K; ++e) {
-      const int q = g[b].q[r][e] + 32;
-      const int half = e / 128, quarter = (e % 128) / 32, l = e % 32;
-      uint8_t& low = blk.ql[64 * half + 32 * (quarter % 2) + l];
-      low = static_cast<uint8_t>(low | (quarter < 2 ? q & 0x0F : (q & 0x0F) << 4));
-      blk.qh[32 * half + l] = static_cast<uint8_t>(blk.qh[32 * half + l] | (q >> 4) << (2 * quarter));
-    }
+    out[b].d = half_of(g[b].d[r]);
+    std::memcpy(out[b].scales, g[b].scales[r], sizeof out[b].scales);
+    q6_k_pack(g[b].q[r], out[b]);
   }
 }
 
