@@ -41,15 +41,21 @@ size_t gemm_pack_bytes_q8_k(int64_t n);
 void gemm_pack_q8_0(int64_t n, const void* a, size_t a_stride, int nc, void* packed);
 void gemm_pack_q8_1(int64_t n, const void* a, size_t a_stride, int nc, void* packed);
 void gemm_pack_q8_k(int64_t n, const void* a, size_t a_stride, int nc, void* packed);
-// Weight rows against a packed group (Q4_0 / Q8_0 take Q8_0 groups, Q4_1 Q8_1, the
-// k-quants Q8_K):
+// Weight rows against a packed group (Q4_0 / Q5_0 / Q8_0 take Q8_0 groups, Q4_1 / Q5_1
+// Q8_1, the k-quants Q8_K):
 void gemm_q4_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
                float* out, size_t out_stride);
 void gemm_q4_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
                float* out, size_t out_stride);
+void gemm_q5_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);
+void gemm_q5_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);
 void gemm_q8_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
                float* out, size_t out_stride);
 void gemm_q4_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);
+void gemm_q5_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
                float* out, size_t out_stride);
 void gemm_q6_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
                float* out, size_t out_stride);

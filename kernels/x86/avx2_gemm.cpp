@@ -12,9 +12,10 @@
 // tokens. Weight bytes are unpacked once per block and reused by 8 tokens; the packed
 // activations of a block stay in registers while the rows go by.
 //
-// Unsigned weights: maddubs wants an unsigned operand, so 4-bit and 6-bit quants are
-// used as stored (q in [0, 15] or [0, 63]) and the offset (-8 for Q4_0, -32 for Q6_K,
-// the mins of Q4_K) comes back through per-token activation sums computed at packing.
+// Unsigned weights: maddubs wants an unsigned operand, so 4-, 5- and 6-bit quants are
+// used as stored (q in [0, 15], [0, 31] or [0, 63]; the 5th bit of Q5_0 / Q5_1 / Q5_K
+// merged into the nibbles) and the offset (-8 for Q4_0, -16 for Q5_0, -32 for Q6_K, the
+// mins of Q4_K / Q5_K) comes back through per-token activation sums computed at packing.
 // Q8_0 weights are signed and use vec_dot's sign trick per step instead.
 //
 // Integer sums per block are exact (bounds at each use); only the float accumulation
@@ -34,6 +35,9 @@ namespace runnel::avx2 {
 using ref::BlockQ4_0;
 using ref::BlockQ4_1;
 using ref::BlockQ4_K;
+using ref::BlockQ5_0;
+using ref::BlockQ5_1;
+using ref::BlockQ5_K;
 using ref::BlockQ6_K;
 using ref::BlockQ8_0;
 using ref::BlockQ8_1;
@@ -77,6 +81,25 @@ inline __m256i dot32_small(const uint8_t* w, const __m256i* a) {
   for (int k = 1; k < 8; ++k)
     s = _mm256_add_epi16(s, _mm256_maddubs_epi16(bcast4(w + 4 * k), a[k]));
   return s;
+}
+
+// Same for 5-bit quants, as int32 lanes times `scale` (int16 in every lane): 8 steps
+// would reach 8 * 2 * 31 * 127 = 62992, so two int16 chains of 4 steps each
+// (<= 31496) are widened separately by the madd with the scale.
+inline __m256i dot32_5bit(const uint8_t* w, const __m256i* a, __m256i scale) {
+  __m256i lo = _mm256_maddubs_epi16(bcast4(w), a[0]);
+  __m256i hi = _mm256_maddubs_epi16(bcast4(w + 16), a[4]);
+  for (int k = 1; k < 4; ++k) {
+    lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(bcast4(w + 4 * k), a[k]));
+    hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(bcast4(w + 16 + 4 * k), a[4 + k]));
+  }
+  return _mm256_add_epi32(_mm256_madd_epi16(lo, scale), _mm256_madd_epi16(hi, scale));
+}
+
+// A legacy Q5 block's 32 quants in [0, 31], element order: nibbles plus bit j of qh as 16.
+inline __m256i unpack_q5(const uint8_t* qs, const uint8_t* qh) {
+  return _mm256_or_si256(unpack_nibbles_16(qs),
+                         _mm256_and_si256(expand_bits_32(qh), _mm256_set1_epi8(0x10)));
 }
 
 inline void store_tile(const __m256* acc, int nr, int nc, float* out, size_t out_stride) {
@@ -140,6 +163,59 @@ void gemm_q4_1_rows(int64_t n, const void* w, size_t w_stride, const void* packe
     for (int r = 0; r < NR; ++r) {
       _mm256_store_si256(reinterpret_cast<__m256i*>(q), unpack_nibbles_16(x[r][b].qs));
       const __m256i lanes = _mm256_madd_epi16(dot32_small(q, a), _mm256_set1_epi16(1));
+      const __m256 d = _mm256_mul_ps(da, _mm256_set1_ps(f16(x[r][b].d)));
+      acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lanes), acc[r]);
+      acc[r] = _mm256_fmadd_ps(sa, _mm256_set1_ps(f16(x[r][b].m)), acc[r]);  // min term m * s
+    }
+  }
+  store_tile(acc, NR, nc, out, out_stride);
+}
+
+template <int NR>
+void gemm_q5_0_rows(int64_t n, const void* w, size_t w_stride, const void* packed, int nc,
+                    float* out, size_t out_stride) {
+  const auto* p = static_cast<const PackedQ8_0*>(packed);
+  const BlockQ5_0* x[NR];
+  for (int r = 0; r < NR; ++r) x[r] = weight_row<BlockQ5_0>(w, w_stride, r);
+  __m256 acc[NR];
+  for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_ps();
+  alignas(32) uint8_t q[32];
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    __m256i a[8];
+    for (int k = 0; k < 8; ++k) a[k] = load_32(p[b].q[k]);
+    const __m256 da = _mm256_loadu_ps(p[b].d);
+    // dot(q - 16, a) = dot(q, a) - 16 * sum(a)
+    const __m256i offset =
+        _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[b].sum)), 4);
+    for (int r = 0; r < NR; ++r) {
+      _mm256_store_si256(reinterpret_cast<__m256i*>(q), unpack_q5(x[r][b].qs, x[r][b].qh));
+      const __m256i lanes = _mm256_sub_epi32(dot32_5bit(q, a, ones), offset);
+      const __m256 d = _mm256_mul_ps(da, _mm256_set1_ps(f16(x[r][b].d)));
+      acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lanes), acc[r]);
+    }
+  }
+  store_tile(acc, NR, nc, out, out_stride);
+}
+
+template <int NR>
+void gemm_q5_1_rows(int64_t n, const void* w, size_t w_stride, const void* packed, int nc,
+                    float* out, size_t out_stride) {
+  const auto* p = static_cast<const PackedQ8_1*>(packed);
+  const BlockQ5_1* x[NR];
+  for (int r = 0; r < NR; ++r) x[r] = weight_row<BlockQ5_1>(w, w_stride, r);
+  __m256 acc[NR];
+  for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_ps();
+  alignas(32) uint8_t q[32];
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    __m256i a[8];
+    for (int k = 0; k < 8; ++k) a[k] = load_32(p[b].q[k]);
+    const __m256 da = _mm256_loadu_ps(p[b].d);
+    const __m256 sa = _mm256_loadu_ps(p[b].s);
+    for (int r = 0; r < NR; ++r) {
+      _mm256_store_si256(reinterpret_cast<__m256i*>(q), unpack_q5(x[r][b].qs, x[r][b].qh));
+      const __m256i lanes = dot32_5bit(q, a, ones);
       const __m256 d = _mm256_mul_ps(da, _mm256_set1_ps(f16(x[r][b].d)));
       acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lanes), acc[r]);
       acc[r] = _mm256_fmadd_ps(sa, _mm256_set1_ps(f16(x[r][b].m)), acc[r]);  // min term m * s
@@ -226,6 +302,70 @@ void gemm_q4_k_rows(int64_t n, const void* w, size_t w_stride, const void* packe
       __m256i msum = _mm256_setzero_si256();
       for (int s = 0; s < 8; ++s) {
         // both 16-element groups of sub-block s take its min
+        const __m256i bs = load_32(p[b].bsums[s]);
+        msum = _mm256_add_epi32(msum, _mm256_madd_epi16(bs, _mm256_set1_epi16(m[r][s])));
+      }
+      const __m256 d = _mm256_mul_ps(da, _mm256_set1_ps(f16(x[r][b].d)));
+      const __m256 dmin = _mm256_mul_ps(da, _mm256_set1_ps(f16(x[r][b].dmin)));
+      acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum[r]), acc[r]);
+      acc[r] = _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(msum), acc[r]);
+    }
+  }
+  store_tile(acc, NR, nc, out, out_stride);
+}
+
+// Q5_K: Q4_K's layout plus qh: in 64-element chunk c, element 64c + l takes bit 2c of
+// qh[l] as its 5th bit and element 64c + 32 + l bit 2c + 1. Scales and mins as Q4_K.
+template <int NR>
+void gemm_q5_k_rows(int64_t n, const void* w, size_t w_stride, const void* packed, int nc,
+                    float* out, size_t out_stride) {
+  const auto* p = static_cast<const PackedQ8_K*>(packed);
+  const BlockQ5_K* x[NR];
+  for (int r = 0; r < NR; ++r) x[r] = weight_row<BlockQ5_K>(w, w_stride, r);
+  __m256 acc[NR];
+  for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_ps();
+  alignas(32) uint8_t q[NR][64];
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i bit4 = _mm256_set1_epi8(0x10);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    uint8_t sc[NR][8];
+    uint8_t m[NR][8];
+    __m256i isum[NR];
+    for (int r = 0; r < NR; ++r) {
+      for (int s = 0; s < 8; ++s) ref::unpack_scale_min_k4(s, x[r][b].scales, &sc[r][s], &m[r][s]);
+      isum[r] = _mm256_setzero_si256();
+    }
+    for (int c = 0; c < kQK_K / 64; ++c) {
+      const __m256i sel_lo = _mm256_set1_epi8(static_cast<char>(1 << (2 * c)));
+      const __m256i sel_hi = _mm256_set1_epi8(static_cast<char>(2 << (2 * c)));
+      for (int r = 0; r < NR; ++r) {
+        const __m256i packed_q = load_32(x[r][b].qs + 32 * c);
+        const __m256i qh = load_32(x[r][b].qh);
+        // 0x10 where the chunk's bit of qh[l] is set
+        const __m256i hi_lo =
+            _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, sel_lo), sel_lo), bit4);
+        const __m256i hi_hi =
+            _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, sel_hi), sel_hi), bit4);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(q[r]),
+                           _mm256_or_si256(_mm256_and_si256(packed_q, low4), hi_lo));
+        _mm256_store_si256(
+            reinterpret_cast<__m256i*>(q[r] + 32),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(packed_q, 4), low4), hi_hi));
+      }
+      for (int h = 0; h < 2; ++h) {
+        __m256i a[8];
+        for (int k = 0; k < 8; ++k) a[k] = load_32(p[b].q[16 * c + 8 * h + k]);
+        for (int r = 0; r < NR; ++r) {
+          // |lane| <= 32 * 31 * 127 * 63 per sub-block, summed over 8: < 2^26
+          const __m256i scale = _mm256_set1_epi16(sc[r][2 * c + h]);
+          isum[r] = _mm256_add_epi32(isum[r], dot32_5bit(q[r] + 32 * h, a, scale));
+        }
+      }
+    }
+    const __m256 da = _mm256_loadu_ps(p[b].d);
+    for (int r = 0; r < NR; ++r) {
+      __m256i msum = _mm256_setzero_si256();
+      for (int s = 0; s < 8; ++s) {
         const __m256i bs = load_32(p[b].bsums[s]);
         msum = _mm256_add_epi32(msum, _mm256_madd_epi16(bs, _mm256_set1_epi16(m[r][s])));
       }
@@ -334,10 +474,16 @@ constexpr RowsFn kQ4_0[kMaxRows] = {gemm_q4_0_rows<1>, gemm_q4_0_rows<2>, gemm_q
                                     gemm_q4_0_rows<4>};
 constexpr RowsFn kQ4_1[kMaxRows] = {gemm_q4_1_rows<1>, gemm_q4_1_rows<2>, gemm_q4_1_rows<3>,
                                     gemm_q4_1_rows<4>};
+constexpr RowsFn kQ5_0[kMaxRows] = {gemm_q5_0_rows<1>, gemm_q5_0_rows<2>, gemm_q5_0_rows<3>,
+                                    gemm_q5_0_rows<4>};
+constexpr RowsFn kQ5_1[kMaxRows] = {gemm_q5_1_rows<1>, gemm_q5_1_rows<2>, gemm_q5_1_rows<3>,
+                                    gemm_q5_1_rows<4>};
 constexpr RowsFn kQ8_0[kMaxRows] = {gemm_q8_0_rows<1>, gemm_q8_0_rows<2>, gemm_q8_0_rows<3>,
                                     gemm_q8_0_rows<4>};
 constexpr RowsFn kQ4_K[kMaxRows] = {gemm_q4_k_rows<1>, gemm_q4_k_rows<2>, gemm_q4_k_rows<3>,
                                     gemm_q4_k_rows<4>};
+constexpr RowsFn kQ5_K[kMaxRows] = {gemm_q5_k_rows<1>, gemm_q5_k_rows<2>, gemm_q5_k_rows<3>,
+                                    gemm_q5_k_rows<4>};
 constexpr RowsFn kQ6_K[kMaxRows] = {gemm_q6_k_rows<1>, gemm_q6_k_rows<2>, gemm_q6_k_rows<3>,
                                     gemm_q6_k_rows<4>};
 
@@ -409,6 +555,14 @@ void gemm_q4_1(int64_t n, const void* w, size_t w_stride, int nr, const void* pa
                float* out, size_t out_stride) {
   dispatch_rows(kQ4_1, n, w, w_stride, nr, packed, nc, out, out_stride);
 }
+void gemm_q5_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride) {
+  dispatch_rows(kQ5_0, n, w, w_stride, nr, packed, nc, out, out_stride);
+}
+void gemm_q5_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride) {
+  dispatch_rows(kQ5_1, n, w, w_stride, nr, packed, nc, out, out_stride);
+}
 void gemm_q8_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
                float* out, size_t out_stride) {
   dispatch_rows(kQ8_0, n, w, w_stride, nr, packed, nc, out, out_stride);
@@ -416,6 +570,10 @@ void gemm_q8_0(int64_t n, const void* w, size_t w_stride, int nr, const void* pa
 void gemm_q4_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
                float* out, size_t out_stride) {
   dispatch_rows(kQ4_K, n, w, w_stride, nr, packed, nc, out, out_stride);
+}
+void gemm_q5_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride) {
+  dispatch_rows(kQ5_K, n, w, w_stride, nr, packed, nc, out, out_stride);
 }
 void gemm_q6_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
                float* out, size_t out_stride) {

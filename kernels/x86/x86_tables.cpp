@@ -53,8 +53,11 @@ KernelTable build_avx2_table() {
   pack(G::Q8_K, avx2::gemm_pack_bytes_q8_k, avx2::gemm_pack_q8_k);
   gemm(G::Q4_0, avx2::gemm_q4_0);
   gemm(G::Q4_1, avx2::gemm_q4_1);
+  gemm(G::Q5_0, avx2::gemm_q5_0);
+  gemm(G::Q5_1, avx2::gemm_q5_1);
   gemm(G::Q8_0, avx2::gemm_q8_0);
   gemm(G::Q4_K, avx2::gemm_q4_k);
+  gemm(G::Q5_K, avx2::gemm_q5_k);
   gemm(G::Q6_K, avx2::gemm_q6_k);
   // Row-interleaved layout for resident weights (decode and prefill).
   auto x8 = [&t](GgmlType type, void (*repack)(int64_t, const void*, size_t, void*),
@@ -125,7 +128,7 @@ namespace {
 // dots (VNNI for the quantized types; BF16 with vdpbf16ps where the CPU has
 // AVX512-BF16, else widened into 512-bit FMA) and the batched products, gemm and
 // gemm_x8. Quantizers and float ops are the AVX2 ones; the x8 layouts and the packed
-// groups are shared.
+// groups are shared. Q5_0, Q5_1 and Q5_K keep the AVX2 gemm kernels (no VNNI versions).
 KernelTable build_avx512_table(const KernelTable& avx2_table) {
   KernelTable t = avx2_table;
   t.isa = "avx512";

@@ -13,6 +13,7 @@
 #include "kernels/fp16.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/blocks.h"
+#include "kernels/ref/k_quants_common.h"
 #include "kernels/types.h"
 #include "tests/kernels/test_util.h"
 
@@ -188,7 +189,9 @@ inline std::vector<uint8_t> raw_activation_row(GgmlType type, int64_t n, Rng& rn
 }
 
 // S = sum |w_i a_i| over the decoded rows, plus for Q4_1 / Q5_1 the min terms
-// sum_b |m_b s_b|: the magnitude a quantized dot's rounding error is relative to.
+// sum_b |m_b s_b| and for Q4_K / Q5_K sum_i |dmin m_s(i) a_i|: the magnitude a quantized
+// dot's rounding error is relative to (kernels scale and round the d and the min parts
+// separately, and a decoded w_i can be their near cancellation).
 inline double dot_magnitude(GgmlType wt, const std::vector<uint8_t>& w,
                             const std::vector<uint8_t>& a, int64_t n) {
   const GgmlType at = ref_kernels().of(wt).vec_dot_type;
@@ -203,6 +206,21 @@ inline double dot_magnitude(GgmlType wt, const std::vector<uint8_t>& w,
       std::memcpy(&m, w.data() + b * traits(wt).type_size + 2, 2);
       std::memcpy(&sa, a.data() + b * sizeof(ref::BlockQ8_1) + 2, 2);
       s += std::fabs(static_cast<double>(fp16_to_fp32(m)) * fp16_to_fp32(sa));
+    }
+  }
+  if (wt == GgmlType::Q4_K || wt == GgmlType::Q5_K) {
+    // both blocks start with d, dmin, scales[12]
+    for (int64_t b = 0; b < n / kQK_K; ++b) {
+      const uint8_t* blk = w.data() + b * traits(wt).type_size;
+      uint16_t dmin;
+      std::memcpy(&dmin, blk + 2, 2);
+      for (int sub = 0; sub < kQK_K / 32; ++sub) {
+        uint8_t sc, m;
+        ref::unpack_scale_min_k4(sub, blk + 4, &sc, &m);
+        const double dm = std::fabs(static_cast<double>(fp16_to_fp32(dmin)) * m);
+        const float* as = ad.data() + b * kQK_K + 32 * sub;
+        for (int i = 0; i < 32; ++i) s += dm * std::fabs(static_cast<double>(as[i]));
+      }
     }
   }
   return s;

@@ -2,8 +2,9 @@
 // CPUs without AVX2 + FMA + F16C).
 //  - Quantizers (Q8_0, Q8_1, Q8_K): bit-exact with ref on random and adversarial rows.
 //  - Quantized dots: |avx2 - ref| <= 1e-5 * S + 1e-30, S = sum_i |w_i a_i| over the
-//    decoded rows plus, for Q4_1 / Q5_1, sum_b |m_b s_b| (the min terms). Both sides do
-//    exact integer sums per block; only the float accumulation order differs.
+//    decoded rows plus the min terms (Q4_1 / Q5_1: sum_b |m_b s_b|; Q4_K / Q5_K:
+//    sum_i |dmin m a_i|). Both sides do exact integer sums per block; only the float
+//    accumulation order differs.
 //  - Float dots (F32, F16): |avx2 - ref| <= (n / 32 + 16) * 2^-24 * S + 1e-30: 32 float
 //    FMA chains of n / 32 steps, a 5-level reduction and up to 7 tail adds, against ref's
 //    double sum rounded once.
@@ -244,8 +245,9 @@ void check_gemm(const KernelTable& avx2, GgmlType wt, const std::vector<std::vec
   }
 }
 
-const GgmlType kGemmWeightTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K,
-                                     GgmlType::Q6_K};
+const GgmlType kGemmWeightTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
+                                     GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q4_K,
+                                     GgmlType::Q5_K, GgmlType::Q6_K};
 
 // The AVX2 table and, on CPUs with AVX-512 VNNI, the AVX-512 one (its own gemm kernels
 // over the same packed groups).
@@ -271,7 +273,7 @@ TEST_CASE("AVX2 and AVX-512 gemm tiles match ref's vec_dot on random rows, every
       const bool k_quant = traits(wt).block_size == kQK_K;
       for (int64_t n : k_quant ? kLengths : kLegacyLengths) {
         for (int nr = 1; nr <= kGemmRows; ++nr) {
-          for (int nc : {1, 3, kGemmCols}) {
+          for (int nc = 1; nc <= kGemmCols; ++nc) {
             INFO("type " << traits(wt).name << ", n " << n << ", nr " << nr << ", nc " << nc);
             Rng rng(static_cast<uint64_t>(n) * 131 + static_cast<uint64_t>(nr) * 17 +
                     static_cast<uint64_t>(nc));
@@ -293,7 +295,8 @@ TEST_CASE("AVX2 and AVX-512 gemm tiles match ref's vec_dot on random rows, every
   }
 }
 
-TEST_CASE("AVX2 and AVX-512 gemm tiles match ref on adversarial blocks", "[avx2]") {
+TEST_CASE("AVX2 and AVX-512 gemm tiles match ref on adversarial blocks, every tile shape",
+          "[avx2]") {
   for (const KernelTable* avx2 : gemm_tables()) {
     INFO("kernel set " << avx2->isa);
     for (GgmlType wt : kGemmWeightTypes) {
@@ -303,14 +306,24 @@ TEST_CASE("AVX2 and AVX-512 gemm tiles match ref on adversarial blocks", "[avx2]
         INFO("type " << traits(wt).name << ", extreme activations " << extreme);
         Rng rng(77 + static_cast<uint64_t>(extreme));
         // rows: random bytes, all 0x00 (lowest quants, zero points at their most negative),
-        // all 0xFF (max scales and quants), random again
+        // all 0xFF (max scales and quants), random again, twice (extreme f16 scales from
+        // raw_weight_row); every tile shape takes a prefix of rows and tokens
         std::vector<std::vector<uint8_t>> rows, acts;
-        for (ByteMode mode : {ByteMode::kRandom, ByteMode::kAllZero, ByteMode::kAllOnes, ByteMode::kRandom}) {
-          rows.push_back(raw_weight_row(wt, n, rng, mode));
+        for (int rep = 0; rep < 2; ++rep) {
+          for (ByteMode mode :
+               {ByteMode::kRandom, ByteMode::kAllZero, ByteMode::kAllOnes, ByteMode::kRandom}) {
+            rows.push_back(raw_weight_row(wt, n, rng, mode));
+          }
         }
         for (int c = 0; c < kGemmCols; ++c)
           acts.push_back(raw_activation_row(at, n, rng, extreme != 0));
-        check_gemm(*avx2, wt, rows, acts, n);
+        for (int nr = 1; nr <= kGemmRows; ++nr) {
+          for (int nc = 1; nc <= kGemmCols; ++nc) {
+            INFO("nr " << nr << ", nc " << nc);
+            check_gemm(*avx2, wt, {rows.begin(), rows.begin() + nr},
+                       {acts.begin(), acts.begin() + nc}, n);
+          }
+        }
       }
     }
   }
@@ -343,6 +356,77 @@ TEST_CASE("Hand-checked gemm tiles: Q8_0 weights at -128 and 127 (the AVX-512 a 
         INFO("token " << c << ", row " << r);
         CHECK(out[c][r] == expect[c][r]);
       }
+    }
+  }
+}
+
+TEST_CASE("Hand-checked gemm tiles: Q5 weights at their largest quants against +-127 tokens",
+          "[avx2]") {
+  // 5-bit quants at 31 against 127 are the int16 limit of the AVX2 chains (4 steps of
+  // 2 * 31 * 127); all sums are exact in float, so the outputs are exact.
+  for (const KernelTable* t : gemm_tables()) {
+    INFO("kernel set " << t->isa);
+    auto run = [t](GgmlType wt, const void* w, size_t w_size, const void* a, size_t a_size,
+                   int64_t n, float (&out)[2][2]) {
+      const TypeKernels& ak = t->of(t->of(wt).vec_dot_type);
+      std::vector<uint8_t> packed(ak.gemm_pack_bytes(n));
+      ak.gemm_pack(n, a, a_size, 2, packed.data());
+      t->of(wt).gemm(n, w, w_size, 2, packed.data(), 2, &out[0][0], 2);
+    };
+    ref::BlockQ8_0 a0[2]{};
+    ref::BlockQ8_1 a1[2]{};
+    ref::BlockQ8_K ak[2]{};
+    for (int c = 0; c < 2; ++c) {
+      const int8_t v = c == 0 ? 127 : -127;
+      a0[c].d = a1[c].d = 0x3C00;  // 1.0; a1[c].s = 0 leaves Q5_1's min term out
+      ak[c].d = 1.0f;
+      for (auto& q : a0[c].qs) q = v;
+      for (auto& q : a1[c].qs) q = v;
+      for (auto& q : ak[c].qs) q = v;
+      for (auto& s : ak[c].bsums) s = static_cast<int16_t>(16 * v);
+    }
+    float out[2][2];
+    // Q5_0: all 0xFF bytes (q 31, value 15) and all 0x00 (value -16), d = 1
+    ref::BlockQ5_0 w0[2]{};
+    std::memset(w0[0].qh, 0xFF, sizeof w0[0].qh);
+    std::memset(w0[0].qs, 0xFF, sizeof w0[0].qs);
+    w0[0].d = w0[1].d = 0x3C00;
+    run(GgmlType::Q5_0, w0, sizeof w0[0], a0, sizeof a0[0], 32, out);
+    CHECK(out[0][0] == 15.f * 127 * 32);
+    CHECK(out[0][1] == -16.f * 127 * 32);
+    CHECK(out[1][0] == -15.f * 127 * 32);
+    CHECK(out[1][1] == 16.f * 127 * 32);
+    // Q5_1: q 31 everywhere, d = 1 and -1, m = 0
+    ref::BlockQ5_1 w1[2]{};
+    for (auto& b : w1) {
+      std::memset(b.qh, 0xFF, sizeof b.qh);
+      std::memset(b.qs, 0xFF, sizeof b.qs);
+    }
+    w1[0].d = 0x3C00;
+    w1[1].d = 0xBC00;
+    run(GgmlType::Q5_1, w1, sizeof w1[0], a1, sizeof a1[0], 32, out);
+    CHECK(out[0][0] == 31.f * 127 * 32);
+    CHECK(out[0][1] == -31.f * 127 * 32);
+    CHECK(out[1][0] == -31.f * 127 * 32);
+    CHECK(out[1][1] == 31.f * 127 * 32);
+    // Q5_K: q 31 everywhere, every sub-block scale 63, every min 0; d = 1 and -1, dmin = 0
+    ref::BlockQ5_K wk[2]{};
+    for (auto& b : wk) {
+      std::memset(b.qh, 0xFF, sizeof b.qh);
+      std::memset(b.qs, 0xFF, sizeof b.qs);
+      std::memset(b.scales, 0xFF, 4);      // scales 0-3 (and the top bits of 4-7)
+      std::memset(b.scales + 8, 0x0F, 4);  // low bits of scales 4-7; mins stay 0
+    }
+    wk[0].d = 0x3C00;
+    wk[1].d = 0xBC00;
+    run(GgmlType::Q5_K, wk, sizeof wk[0], ak, sizeof ak[0], 256, out);
+    const float big = 63.f * 31 * 127 * 256;
+    CHECK(out[0][0] == big);
+    CHECK(out[0][1] == -big);
+    CHECK(out[1][0] == -big);
+    CHECK(out[1][1] == big);
+    for (int c = 0; c < 2; ++c) {
+      CHECK(ref_kernels().of(GgmlType::Q5_K).vec_dot(256, &wk[0], &ak[c]) == out[c][0]);
     }
   }
 }
@@ -396,7 +480,7 @@ TEST_CASE("The AVX-512 table is the AVX2 table with the VNNI gemm and dot entrie
     CHECK((x.gemm == nullptr) == (a.gemm == nullptr));
     replaced += x.gemm != a.gemm;
   }
-  CHECK(replaced == 5);  // Q4_0, Q4_1, Q8_0, Q4_K, Q6_K
+  CHECK(replaced == 5);  // Q4_0, Q4_1, Q8_0, Q4_K, Q6_K (Q5_0, Q5_1, Q5_K keep AVX2's)
   REQUIRE(avx512_float_ops() != nullptr);
   CHECK(avx512_float_ops()->isa == "avx512");
 }
