@@ -267,6 +267,15 @@ float quantize_block_q8(const float* x, int8_t* qs) {
 
 }  // namespace
 
+void block_sums_q8_0(int64_t n, const void* a, int32_t* sums) {
+  const auto* y = static_cast<const BlockQ8_0*>(a);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    int32_t s = 0;
+    for (int i = 0; i < kQK; ++i) s += y[b].qs[i];
+    sums[b] = s;
+  }
+}
+
 void quantize_row_q8_0(const float* src, void* dst, int64_t n) {
   auto* y = static_cast<BlockQ8_0*>(dst);
   for (int64_t b = 0; b < n / kQK; ++b) {

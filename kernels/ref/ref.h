@@ -41,6 +41,9 @@ void quantize_row_q5_1(const float* src, void* dst, int64_t n);
 float vec_dot_q5_1(int64_t n, const void* w, const void* a);  // a: Q8_1
 void dequantize_row_q8_0(const void* src, float* dst, int64_t n);
 void quantize_row_q8_0(const float* src, void* dst, int64_t n);
+// Sums of the quants of each 32-block of a Q8_0 row (n / 32 of them): the activation side
+// data of the row-interleaved products (TypeKernels::block_sums).
+void block_sums_q8_0(int64_t n, const void* a, int32_t* sums);
 float vec_dot_q8_0(int64_t n, const void* w, const void* a);  // a: Q8_0
 void dequantize_row_q8_1(const void* src, float* dst, int64_t n);
 void quantize_row_q8_1(const float* src, void* dst, int64_t n);  // activation format

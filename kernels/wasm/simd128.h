@@ -70,7 +70,7 @@ void unpack_x8_row_q8_0(int64_t n, const void* group, int r, void* row);
 void unpack_x8_row_q4_k(int64_t n, const void* group, int r, void* row);
 void unpack_x8_row_q6_k(int64_t n, const void* group, int r, void* row);
 // a: nc activation rows a_stride apart (Q8_0 for Q4_0 / Q8_0, Q8_1 for Q4_1, Q8_K for
-// Q4_K / Q6_K); a_sums (Q4_0 only): block_sums_q8_0 of those rows, n / 32 per row.
+// Q4_K / Q6_K); a_sums (Q4_0 only): ref::block_sums_q8_0 of those rows, n / 32 per row.
 void gemm_x8_q4_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
                   float* out, size_t out_stride);
 void gemm_x8_q4_1(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
@@ -81,7 +81,5 @@ void gemm_x8_q4_k(int64_t n, const void* group, const void* a, size_t a_stride, 
                   float* out, size_t out_stride);
 void gemm_x8_q6_k(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
                   float* out, size_t out_stride);
-// Sums of the quants of each 32-block of a Q8_0 row (n / 32 of them).
-void block_sums_q8_0(int64_t n, const void* a, int32_t* sums);
 
 }  // namespace runnel::simd128

@@ -118,7 +118,7 @@ void gemm_q4_0_rows(int64_t nb, const BlockQ4_0x8* g, const ref::BlockQ8_0* y, c
 }
 
 // Q4_1: w = d q + m; the m term is m * s (s = d_a sum q_a, the Q8_1 block's second field).
-void gemm_q4_1_rows(int64_t nb, const BlockQ4_1x8* g, const ref::BlockQ8_1* y, float* out) {
+void gemm_q4_1_rows(int64_t nb, const BlockQ4_1x8* g, const ref::BlockQ8_1* y, const int32_t* /*sums*/, float* out) {
   v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
   alignas(16) float da[kChunk + 8];
   alignas(16) float sa[kChunk + 8];
@@ -142,7 +142,7 @@ void gemm_q4_1_rows(int64_t nb, const BlockQ4_1x8* g, const ref::BlockQ8_1* y, f
   store_8(out, acc[0], acc[1]);
 }
 
-void gemm_q8_0_rows(int64_t nb, const BlockQ8_0x8* g, const ref::BlockQ8_0* y, float* out) {
+void gemm_q8_0_rows(int64_t nb, const BlockQ8_0x8* g, const ref::BlockQ8_0* y, const int32_t* /*sums*/, float* out) {
   v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
   alignas(16) float da[kChunk + 8];
   for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
@@ -175,7 +175,7 @@ inline v128_t q8_k_sums32(const ref::BlockQ8_K& y) {
 
 // Q4_K: row r's block = d sum_s sc_s (q_s . a_s) - dmin sum_s m_s sum(a_s), times d_a.
 // Per row, sc_s (q_s . a_s) is accumulated in int32 lanes: |total| <= 8 * 63 * 32 * 15 * 128.
-void gemm_q4_k_rows(int64_t nb, const BlockQ4_Kx8* g, const ref::BlockQ8_K* y, float* out) {
+void gemm_q4_k_rows(int64_t nb, const BlockQ4_Kx8* g, const ref::BlockQ8_K* y, const int32_t* /*sums*/, float* out) {
   v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ4_Kx8& blk = g[b];
@@ -208,7 +208,7 @@ void gemm_q4_k_rows(int64_t nb, const BlockQ4_Kx8* g, const ref::BlockQ8_K* y, f
 
 // Q6_K: row r's block = d sum_g sc_g (q_g . a_g) over 16 groups of 16 (q in [-32, 31]):
 // |total| <= 16 * 128 * 16 * 32 * 128.
-void gemm_q6_k_rows(int64_t nb, const BlockQ6_Kx8* g, const ref::BlockQ8_K* y, float* out) {
+void gemm_q6_k_rows(int64_t nb, const BlockQ6_Kx8* g, const ref::BlockQ8_K* y, const int32_t* /*sums*/, float* out) {
   v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ6_Kx8& blk = g[b];
@@ -237,53 +237,46 @@ void gemm_q6_k_rows(int64_t nb, const BlockQ6_Kx8* g, const ref::BlockQ8_K* y, f
   store_8(out, acc[0], acc[1]);
 }
 
-template <typename Act>
-const Act* act_row(const void* a, size_t a_stride, int c) {
-  return reinterpret_cast<const Act*>(static_cast<const uint8_t*>(a) + static_cast<size_t>(c) * a_stride);
+// Each activation row runs over the whole group (nc passes): a group is a few KiB to a
+// few tens of KiB, so the later passes read it from L1 / L2. a_sums: n / 32 per row.
+template <typename Group, typename Act, int kBlock,
+          void (*Rows)(int64_t, const Group*, const Act*, const int32_t*, float*)>
+void over_tokens(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
+                 float* out, size_t out_stride) {
+  for (int c = 0; c < nc; ++c) {
+    const auto* y = reinterpret_cast<const Act*>(static_cast<const uint8_t*>(a) + static_cast<size_t>(c) * a_stride);
+    Rows(n / kBlock, static_cast<const Group*>(group), y, a_sums ? a_sums + c * (n / kQK) : nullptr,
+         out + c * out_stride);
+  }
 }
 
 }  // namespace
 
-// Each activation row runs over the whole group (nc passes): a group is a few KiB to a
-// few tens of KiB, so the later passes read it from L1 / L2.
 void gemm_x8_q4_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
                   float* out, size_t out_stride) {
-  for (int c = 0; c < nc; ++c) {
-    gemm_q4_0_rows(n / kQK, static_cast<const BlockQ4_0x8*>(group), act_row<ref::BlockQ8_0>(a, a_stride, c),
-                   a_sums + c * (n / kQK), out + c * out_stride);
-  }
+  over_tokens<BlockQ4_0x8, ref::BlockQ8_0, kQK, gemm_q4_0_rows>(n, group, a, a_stride, a_sums, nc, out, out_stride);
 }
 
-void gemm_x8_q4_1(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/, int nc,
+void gemm_x8_q4_1(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
                   float* out, size_t out_stride) {
-  for (int c = 0; c < nc; ++c) {
-    gemm_q4_1_rows(n / kQK, static_cast<const BlockQ4_1x8*>(group), act_row<ref::BlockQ8_1>(a, a_stride, c),
-                   out + c * out_stride);
-  }
+  over_tokens<BlockQ4_1x8, ref::BlockQ8_1, kQK, gemm_q4_1_rows>(n, group, a, a_stride, a_sums, nc, out, out_stride);
 }
 
-void gemm_x8_q8_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/, int nc,
+void gemm_x8_q8_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
                   float* out, size_t out_stride) {
-  for (int c = 0; c < nc; ++c) {
-    gemm_q8_0_rows(n / kQK, static_cast<const BlockQ8_0x8*>(group), act_row<ref::BlockQ8_0>(a, a_stride, c),
-                   out + c * out_stride);
-  }
+  over_tokens<BlockQ8_0x8, ref::BlockQ8_0, kQK, gemm_q8_0_rows>(n, group, a, a_stride, a_sums, nc, out, out_stride);
 }
 
-void gemm_x8_q4_k(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/, int nc,
+void gemm_x8_q4_k(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
                   float* out, size_t out_stride) {
-  for (int c = 0; c < nc; ++c) {
-    gemm_q4_k_rows(n / kQK_K, static_cast<const BlockQ4_Kx8*>(group), act_row<ref::BlockQ8_K>(a, a_stride, c),
-                   out + c * out_stride);
-  }
+  over_tokens<BlockQ4_Kx8, ref::BlockQ8_K, kQK_K, gemm_q4_k_rows>(n, group, a, a_stride, a_sums, nc, out,
+                                                                  out_stride);
 }
 
-void gemm_x8_q6_k(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/, int nc,
+void gemm_x8_q6_k(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
                   float* out, size_t out_stride) {
-  for (int c = 0; c < nc; ++c) {
-    gemm_q6_k_rows(n / kQK_K, static_cast<const BlockQ6_Kx8*>(group), act_row<ref::BlockQ8_K>(a, a_stride, c),
-                   out + c * out_stride);
-  }
+  over_tokens<BlockQ6_Kx8, ref::BlockQ8_K, kQK_K, gemm_q6_k_rows>(n, group, a, a_stride, a_sums, nc, out,
+                                                                  out_stride);
 }
 
 }  // namespace runnel::simd128

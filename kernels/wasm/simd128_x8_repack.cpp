@@ -223,13 +223,4 @@ void unpack_x8_row_q6_k(int64_t n, const void* group, int r, void* row) {
   }
 }
 
-void block_sums_q8_0(int64_t n, const void* a, int32_t* sums) {
-  const auto* y = static_cast<const ref::BlockQ8_0*>(a);
-  for (int64_t b = 0; b < n / kQK; ++b) {
-    int32_t s = 0;
-    for (int i = 0; i < kQK; ++i) s += y[b].qs[i];
-    sums[b] = s;
-  }
-}
-
 }  // namespace runnel::simd128

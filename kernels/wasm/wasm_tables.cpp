@@ -1,6 +1,7 @@
 // Builds the SIMD128 kernel tables from the reference tables plus the SIMD128 entries.
 // A wasm engine either validates a SIMD128 module or refuses all of it, so there is no
 // feature check: the wasm build always has these tables.
+#include "kernels/ref/ref.h"
 #include "kernels/wasm/simd128.h"
 #include "kernels/wasm/simd128_x8_layout.h"
 #include "kernels/wasm/wasm.h"
@@ -57,7 +58,7 @@ KernelTable build_simd128_table() {
      sizeof(simd128::x8::BlockQ4_Kx8));
   x8(G::Q6_K, simd128::repack_x8_q6_k, simd128::gemm_x8_q6_k, simd128::unpack_x8_row_q6_k,
      sizeof(simd128::x8::BlockQ6_Kx8));
-  t.types[static_cast<uint32_t>(G::Q8_0)].block_sums = simd128::block_sums_q8_0;
+  t.types[static_cast<uint32_t>(G::Q8_0)].block_sums = ref::block_sums_q8_0;
   return t;
 }
 

@@ -19,7 +19,6 @@ void unpack_row_q4_1(int64_t n, const void* group, int r, void* row);
 void unpack_row_q8_0(int64_t n, const void* group, int r, void* row);
 void unpack_row_q4_k(int64_t n, const void* group, int r, void* row);
 void unpack_row_q6_k(int64_t n, const void* group, int r, void* row);
-void block_sums_q8_0(int64_t n, const void* a, int32_t* sums);
 }  // namespace x8
 
 // a: nc activation rows (Q8_0 for Q4_0 / Q8_0 weights, Q8_1 for Q4_1, Q8_K for Q4_K / Q6_K), a_stride apart;

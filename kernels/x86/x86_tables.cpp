@@ -1,6 +1,7 @@
 // Builds the x86 kernel tables from the reference tables plus the per-ISA entries, and
 // checks the CPU. Compiled for baseline x86-64 (no -mavx2): everything here must run on
 // any x86-64 CPU, since it decides whether the AVX2 code may run at all.
+#include "kernels/ref/ref.h"
 #include "kernels/x86/avx2.h"
 #include "kernels/x86/avx512_dots.h"
 #include "kernels/x86/avx512_gemm.h"
@@ -76,7 +77,7 @@ KernelTable build_avx2_table() {
   t.types[static_cast<uint32_t>(G::Q4_K)].unpack_x8_row = x8::unpack_row_q4_k;
   t.types[static_cast<uint32_t>(G::Q6_K)].unpack_x8_row = x8::unpack_row_q6_k;
   t.types[static_cast<uint32_t>(G::Q4_K)].x8_block_bytes = sizeof(x8::BlockQ4_Kx8);
-  t.types[static_cast<uint32_t>(G::Q8_0)].block_sums = x8::block_sums_q8_0;
+  t.types[static_cast<uint32_t>(G::Q8_0)].block_sums = ref::block_sums_q8_0;
   return t;
 }
 
