@@ -53,6 +53,10 @@ void gemm_q5_1(int64_t n, const void* w, size_t w_stride, int nr, const void* pa
                float* out, size_t out_stride);
 void gemm_q8_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
                float* out, size_t out_stride);
+void gemm_q2_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);
+void gemm_q3_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);
 void gemm_q4_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
                float* out, size_t out_stride);
 void gemm_q5_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,

@@ -12,10 +12,11 @@
 // tokens. Weight bytes are unpacked once per block and reused by 8 tokens; the packed
 // activations of a block stay in registers while the rows go by.
 //
-// Unsigned weights: maddubs wants an unsigned operand, so 4-, 5- and 6-bit quants are
-// used as stored (q in [0, 15], [0, 31] or [0, 63]; the 5th bit of Q5_0 / Q5_1 / Q5_K
-// merged into the nibbles) and the offset (-8 for Q4_0, -16 for Q5_0, -32 for Q6_K, the
-// mins of Q4_K / Q5_K) comes back through per-token activation sums computed at packing.
+// Unsigned weights: maddubs wants an unsigned operand, so 2- to 6-bit quants are used as
+// stored (q in [0, 3], [0, 7], [0, 15], [0, 31] or [0, 63]; Q3_K's high bit and the 5th
+// bit of Q5_0 / Q5_1 / Q5_K merged in) and the offset (-8 for Q4_0, -16 for Q5_0, -4 for
+// Q3_K, -32 for Q6_K, the mins of Q2_K / Q4_K / Q5_K) comes back through per-token
+// activation sums computed at packing (Q8_K: sums per 16 elements).
 // Q8_0 weights are signed and use vec_dot's sign trick per step instead.
 //
 // Integer sums per block are exact (bounds at each use); only the float accumulation
@@ -32,6 +33,8 @@
 
 namespace runnel::avx2 {
 
+using ref::BlockQ2_K;
+using ref::BlockQ3_K;
 using ref::BlockQ4_0;
 using ref::BlockQ4_1;
 using ref::BlockQ4_K;
@@ -94,6 +97,28 @@ inline __m256i dot32_5bit(const uint8_t* w, const __m256i* a, __m256i scale) {
     hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(bcast4(w + 16 + 4 * k), a[4 + k]));
   }
   return _mm256_add_epi32(_mm256_madd_epi16(lo, scale), _mm256_madd_epi16(hi, scale));
+}
+
+// Weight bytes of a 16-element group against a[0 .. 3] (4 steps), as int32 lanes times
+// `scale` (int16 in every lane). Exact for quants <= 7: pairs <= 4 * 2 * 7 * 127 = 7112.
+inline __m256i dot16_small(const uint8_t* w, const __m256i* a, __m256i scale) {
+  const __m256i s01 = _mm256_add_epi16(_mm256_maddubs_epi16(bcast4(w), a[0]),
+                                       _mm256_maddubs_epi16(bcast4(w + 4), a[1]));
+  const __m256i s23 = _mm256_add_epi16(_mm256_maddubs_epi16(bcast4(w + 8), a[2]),
+                                       _mm256_maddubs_epi16(bcast4(w + 12), a[3]));
+  return _mm256_madd_epi16(_mm256_add_epi16(s01, s23), scale);
+}
+
+// sum_g scale_g * bsums_g over the 16 groups of super-block b's packed sums, as int32
+// lanes: one madd per pair of groups (scales as int16, |scale| <= 32 here).
+inline __m256i scaled_bsums(const PackedQ8_K& p, const int (&scale)[16]) {
+  __m256i s = _mm256_setzero_si256();
+  for (int pg = 0; pg < 8; ++pg) {
+    const int32_t pair = static_cast<int32_t>(static_cast<uint16_t>(scale[2 * pg])) |
+                         static_cast<int32_t>(static_cast<uint32_t>(scale[2 * pg + 1]) << 16);
+    s = _mm256_add_epi32(s, _mm256_madd_epi16(load_32(p.bsums[pg]), _mm256_set1_epi32(pair)));
+  }
+  return s;
 }
 
 // A legacy Q5 block's 32 quants in [0, 31], element order: nibbles plus bit j of qh as 16.
@@ -253,6 +278,115 @@ void gemm_q8_0_rows(int64_t n, const void* w, size_t w_stride, const void* packe
       }
       const __m256 d = _mm256_mul_ps(da, _mm256_set1_ps(f16(x[r][b].d)));
       acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lanes), acc[r]);
+    }
+  }
+  store_tile(acc, NR, nc, out, out_stride);
+}
+
+// Q2_K and Q3_K share the 2-bit layout: in 128-element half h, bits 2g .. 2g + 1 of
+// qs[32h + l] are element 128h + 32g + l, i.e. vector g of the half (shifted by 2g) holds
+// groups 8h + 2g and 8h + 2g + 1 in element order. Q3_K adds bit 4h + g of hmask[l] as
+// the quant's value-4 bit (so q + 4 in [0, 7], as stored). Both then take 16-element
+// groups with a scale each, against packed quants 32h + 8g .. 32h + 8g + 7.
+template <int NR, typename Block, bool kHighBit>
+void unpack_2bit_half(const Block* const (&x)[NR], int64_t b, int h, uint8_t (*q)[128]) {
+  const __m256i low2 = _mm256_set1_epi8(0x03);
+  for (int r = 0; r < NR; ++r) {
+    const __m256i qs = load_32(x[r][b].qs + 32 * h);
+    for (int g = 0; g < 4; ++g) {
+      __m256i v = _mm256_and_si256(_mm256_srli_epi16(qs, 2 * g), low2);
+      if constexpr (kHighBit) {
+        const __m256i sel = _mm256_set1_epi8(static_cast<char>(1 << (4 * h + g)));
+        const __m256i hm = load_32(x[r][b].hmask);
+        v = _mm256_or_si256(v, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hm, sel), sel),
+                                                _mm256_set1_epi8(0x04)));
+      }
+      _mm256_store_si256(reinterpret_cast<__m256i*>(q[r] + 32 * g), v);
+    }
+  }
+}
+
+// isum[r] += sum over the 16 groups of scale[r][j] * (group j's quants . activations).
+template <int NR, typename Block, bool kHighBit>
+void add_2bit_groups(const Block* const (&x)[NR], int64_t b, const PackedQ8_K& p,
+                     const int (&scale)[NR][16], __m256i (&isum)[NR]) {
+  alignas(32) uint8_t q[NR][128];
+  for (int h = 0; h < 2; ++h) {
+    unpack_2bit_half<NR, Block, kHighBit>(x, b, h, q);
+    for (int g = 0; g < 4; ++g) {
+      __m256i a[8];
+      for (int i = 0; i < 8; ++i) a[i] = load_32(p.q[32 * h + 8 * g + i]);
+      const int j = 8 * h + 2 * g;
+      for (int r = 0; r < NR; ++r) {
+        // per group |lane| <= 16 * 7 * 127 * 32, over 16 groups: < 2^23
+        for (int grp = 0; grp < 2; ++grp) {
+          const __m256i sc = _mm256_set1_epi16(static_cast<int16_t>(scale[r][j + grp]));
+          const __m256i lanes = dot16_small(q[r] + 32 * g + 16 * grp, a + 4 * grp, sc);
+          isum[r] = _mm256_add_epi32(isum[r], lanes);
+        }
+      }
+    }
+  }
+}
+
+// Q2_K: x = d * (scales[j] & 15) * q - dmin * (scales[j] >> 4), q in [0, 3]. The min term
+// is dmin * sum_j m_j * bsums_j.
+template <int NR>
+void gemm_q2_k_rows(int64_t n, const void* w, size_t w_stride, const void* packed, int nc,
+                    float* out, size_t out_stride) {
+  const auto* p = static_cast<const PackedQ8_K*>(packed);
+  const BlockQ2_K* x[NR];
+  for (int r = 0; r < NR; ++r) x[r] = weight_row<BlockQ2_K>(w, w_stride, r);
+  __m256 acc[NR];
+  for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    int sc[NR][16];
+    int m[NR][16];
+    __m256i isum[NR];
+    for (int r = 0; r < NR; ++r) {
+      for (int j = 0; j < 16; ++j) {
+        sc[r][j] = x[r][b].scales[j] & 0x0F;
+        m[r][j] = x[r][b].scales[j] >> 4;
+      }
+      isum[r] = _mm256_setzero_si256();
+    }
+    add_2bit_groups<NR, BlockQ2_K, false>(x, b, p[b], sc, isum);
+    const __m256 da = _mm256_loadu_ps(p[b].d);
+    for (int r = 0; r < NR; ++r) {
+      const __m256i msum = scaled_bsums(p[b], m[r]);  // |lane| <= 16 * 15 * 2048
+      const __m256 d = _mm256_mul_ps(da, _mm256_set1_ps(f16(x[r][b].d)));
+      const __m256 dmin = _mm256_mul_ps(da, _mm256_set1_ps(f16(x[r][b].dmin)));
+      acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum[r]), acc[r]);
+      acc[r] = _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(msum), acc[r]);
+    }
+  }
+  store_tile(acc, NR, nc, out, out_stride);
+}
+
+// Q3_K: x = d * s_j * (q - 4), q = low 2 bits + 4 * high bit in [0, 7], s_j in [-32, 31].
+// The -4 comes back as -4 * sum_j s_j * bsums_j.
+template <int NR>
+void gemm_q3_k_rows(int64_t n, const void* w, size_t w_stride, const void* packed, int nc,
+                    float* out, size_t out_stride) {
+  const auto* p = static_cast<const PackedQ8_K*>(packed);
+  const BlockQ3_K* x[NR];
+  for (int r = 0; r < NR; ++r) x[r] = weight_row<BlockQ3_K>(w, w_stride, r);
+  __m256 acc[NR];
+  for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    int sc[NR][16];
+    __m256i isum[NR];
+    for (int r = 0; r < NR; ++r) {
+      for (int j = 0; j < 16; ++j) sc[r][j] = ref::q3_k_scale(x[r][b].scales, j);
+      // |lane| <= 4 * 16 * 32 * 2048 = 2^22
+      const __m256i offset = _mm256_slli_epi32(scaled_bsums(p[b], sc[r]), 2);
+      isum[r] = _mm256_sub_epi32(_mm256_setzero_si256(), offset);
+    }
+    add_2bit_groups<NR, BlockQ3_K, true>(x, b, p[b], sc, isum);
+    const __m256 da = _mm256_loadu_ps(p[b].d);
+    for (int r = 0; r < NR; ++r) {
+      const __m256 d = _mm256_mul_ps(da, _mm256_set1_ps(f16(x[r][b].d)));
+      acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum[r]), acc[r]);
     }
   }
   store_tile(acc, NR, nc, out, out_stride);
@@ -480,6 +614,10 @@ constexpr RowsFn kQ5_1[kMaxRows] = {gemm_q5_1_rows<1>, gemm_q5_1_rows<2>, gemm_q
                                     gemm_q5_1_rows<4>};
 constexpr RowsFn kQ8_0[kMaxRows] = {gemm_q8_0_rows<1>, gemm_q8_0_rows<2>, gemm_q8_0_rows<3>,
                                     gemm_q8_0_rows<4>};
+constexpr RowsFn kQ2_K[kMaxRows] = {gemm_q2_k_rows<1>, gemm_q2_k_rows<2>, gemm_q2_k_rows<3>,
+                                    gemm_q2_k_rows<4>};
+constexpr RowsFn kQ3_K[kMaxRows] = {gemm_q3_k_rows<1>, gemm_q3_k_rows<2>, gemm_q3_k_rows<3>,
+                                    gemm_q3_k_rows<4>};
 constexpr RowsFn kQ4_K[kMaxRows] = {gemm_q4_k_rows<1>, gemm_q4_k_rows<2>, gemm_q4_k_rows<3>,
                                     gemm_q4_k_rows<4>};
 constexpr RowsFn kQ5_K[kMaxRows] = {gemm_q5_k_rows<1>, gemm_q5_k_rows<2>, gemm_q5_k_rows<3>,
@@ -566,6 +704,14 @@ void gemm_q5_1(int64_t n, const void* w, size_t w_stride, int nr, const void* pa
 void gemm_q8_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
                float* out, size_t out_stride) {
   dispatch_rows(kQ8_0, n, w, w_stride, nr, packed, nc, out, out_stride);
+}
+void gemm_q2_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride) {
+  dispatch_rows(kQ2_K, n, w, w_stride, nr, packed, nc, out, out_stride);
+}
+void gemm_q3_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride) {
+  dispatch_rows(kQ3_K, n, w, w_stride, nr, packed, nc, out, out_stride);
 }
 void gemm_q4_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
                float* out, size_t out_stride) {

@@ -57,6 +57,8 @@ KernelTable build_avx2_table() {
   gemm(G::Q5_0, avx2::gemm_q5_0);
   gemm(G::Q5_1, avx2::gemm_q5_1);
   gemm(G::Q8_0, avx2::gemm_q8_0);
+  gemm(G::Q2_K, avx2::gemm_q2_k);
+  gemm(G::Q3_K, avx2::gemm_q3_k);
   gemm(G::Q4_K, avx2::gemm_q4_k);
   gemm(G::Q5_K, avx2::gemm_q5_k);
   gemm(G::Q6_K, avx2::gemm_q6_k);

@@ -189,7 +189,7 @@ inline std::vector<uint8_t> raw_activation_row(GgmlType type, int64_t n, Rng& rn
 }
 
 // S = sum |w_i a_i| over the decoded rows, plus for Q4_1 / Q5_1 the min terms
-// sum_b |m_b s_b| and for Q4_K / Q5_K sum_i |dmin m_s(i) a_i|: the magnitude a quantized
+// sum_b |m_b s_b| and for Q2_K / Q4_K / Q5_K sum_i |dmin m_s(i) a_i|: the magnitude a quantized
 // dot's rounding error is relative to (kernels scale and round the d and the min parts
 // separately, and a decoded w_i can be their near cancellation).
 inline double dot_magnitude(GgmlType wt, const std::vector<uint8_t>& w,
@@ -220,6 +220,20 @@ inline double dot_magnitude(GgmlType wt, const std::vector<uint8_t>& w,
         const double dm = std::fabs(static_cast<double>(fp16_to_fp32(dmin)) * m);
         const float* as = ad.data() + b * kQK_K + 32 * sub;
         for (int i = 0; i < 32; ++i) s += dm * std::fabs(static_cast<double>(as[i]));
+      }
+    }
+  }
+  if (wt == GgmlType::Q2_K) {
+    // 16 sub-blocks of 16, min m = scales[j] >> 4
+    for (int64_t b = 0; b < n / kQK_K; ++b) {
+      const uint8_t* blk = w.data() + b * sizeof(ref::BlockQ2_K);
+      uint16_t dmin;
+      std::memcpy(&dmin, blk + offsetof(ref::BlockQ2_K, dmin), 2);
+      for (int sub = 0; sub < kQK_K / 16; ++sub) {
+        const uint8_t m = blk[offsetof(ref::BlockQ2_K, scales) + sub] >> 4;
+        const double dm = std::fabs(static_cast<double>(fp16_to_fp32(dmin)) * m);
+        const float* as = ad.data() + b * kQK_K + 16 * sub;
+        for (int i = 0; i < 16; ++i) s += dm * std::fabs(static_cast<double>(as[i]));
       }
     }
   }

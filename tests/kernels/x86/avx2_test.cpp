@@ -2,7 +2,7 @@
 // CPUs without AVX2 + FMA + F16C).
 //  - Quantizers (Q8_0, Q8_1, Q8_K): bit-exact with ref on random and adversarial rows.
 //  - Quantized dots: |avx2 - ref| <= 1e-5 * S + 1e-30, S = sum_i |w_i a_i| over the
-//    decoded rows plus the min terms (Q4_1 / Q5_1: sum_b |m_b s_b|; Q4_K / Q5_K:
+//    decoded rows plus the min terms (Q4_1 / Q5_1: sum_b |m_b s_b|; Q2_K / Q4_K / Q5_K:
 //    sum_i |dmin m a_i|). Both sides do exact integer sums per block; only the float
 //    accumulation order differs.
 //  - Float dots (F32, F16): |avx2 - ref| <= (n / 32 + 16) * 2^-24 * S + 1e-30: 32 float
@@ -246,8 +246,9 @@ void check_gemm(const KernelTable& avx2, GgmlType wt, const std::vector<std::vec
 }
 
 const GgmlType kGemmWeightTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
-                                     GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q4_K,
-                                     GgmlType::Q5_K, GgmlType::Q6_K};
+                                     GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K,
+                                     GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
+                                     GgmlType::Q6_K};
 
 // The AVX2 table and, on CPUs with AVX-512 VNNI, the AVX-512 one (its own gemm kernels
 // over the same packed groups).
@@ -428,6 +429,52 @@ TEST_CASE("Hand-checked gemm tiles: Q5 weights at their largest quants against +
     for (int c = 0; c < 2; ++c) {
       CHECK(ref_kernels().of(GgmlType::Q5_K).vec_dot(256, &wk[0], &ak[c]) == out[c][0]);
     }
+  }
+}
+
+TEST_CASE("Hand-checked gemm tiles: Q2_K and Q3_K at their extreme quants and scales",
+          "[avx2]") {
+  // Row 0 all 0xFF bytes, row 1 all 0x00, d = dmin = 1, against all-127 and all-(-127)
+  // tokens (d = 1). Every sum is an integer below 2^24, so the outputs are exact.
+  for (const KernelTable* t : gemm_tables()) {
+    INFO("kernel set " << t->isa);
+    ref::BlockQ8_K a[2]{};
+    for (int c = 0; c < 2; ++c) {
+      const int8_t v = c == 0 ? 127 : -127;
+      a[c].d = 1.0f;
+      for (auto& q : a[c].qs) q = v;
+      for (auto& s : a[c].bsums) s = static_cast<int16_t>(16 * v);
+    }
+    const TypeKernels& ak = t->of(GgmlType::Q8_K);
+    std::vector<uint8_t> packed(ak.gemm_pack_bytes(256));
+    ak.gemm_pack(256, a, sizeof a[0], 2, packed.data());
+    auto check = [&](GgmlType wt, const void* w, size_t w_size, const float (&expect)[2]) {
+      INFO("type " << traits(wt).name);
+      float out[2][2];
+      t->of(wt).gemm(256, w, w_size, 2, packed.data(), 2, &out[0][0], 2);
+      for (int c = 0; c < 2; ++c) {
+        const float sign = c == 0 ? 1.0f : -1.0f;
+        for (int r = 0; r < 2; ++r) {
+          INFO("token " << c << ", row " << r);
+          CHECK(out[c][r] == sign * expect[r]);
+          const void* row = static_cast<const uint8_t*>(w) + r * w_size;
+          CHECK(ref_kernels().of(wt).vec_dot(256, row, &a[c]) == out[c][r]);
+        }
+      }
+    };
+    // Q2_K: 0xFF is q 3, scale 15, min 15: x = 15 * 3 - 15 = 30; 0x00 is q 0, scale 0,
+    // min 0 except row 1's scales 0xF0 (min 15, scale 0): x = -15.
+    ref::BlockQ2_K w2[2]{};
+    std::memset(&w2[0], 0xFF, sizeof w2[0]);
+    std::memset(w2[1].scales, 0xF0, sizeof w2[1].scales);
+    for (auto& b : w2) b.d = b.dmin = 0x3C00;
+    check(GgmlType::Q2_K, w2, sizeof w2[0], {30.f * 127 * 256, -15.f * 127 * 256});
+    // Q3_K: 0xFF is q 3 (high bit set), scale 63 - 32 = 31: x = 93; 0x00 is q -4, scale
+    // -32: x = 128.
+    ref::BlockQ3_K w3[2]{};
+    std::memset(&w3[0], 0xFF, sizeof w3[0]);
+    for (auto& b : w3) b.d = 0x3C00;
+    check(GgmlType::Q3_K, w3, sizeof w3[0], {93.f * 127 * 256, 128.f * 127 * 256});
   }
 }
 
