@@ -22,8 +22,8 @@ struct DotKernels {
 
 DotKernels f16_dot() {
   const TypeKernels& f16 = kernels().of(GgmlType::F16);
-  return DotKernels{f16.vec_dot, kernels().of(f16.vec_dot_type).quantize_row, float_ops().dot_f16_f32,
-                    f16.dequantize_row};
+  return DotKernels{f16.vec_dot, kernels().of(f16.vec_dot_type).quantize_row,
+                    float_ops().dot_f16_f32, f16.dequantize_row};
 }
 
 // The same for a quantized cache (layouts in core/kv/kv_cache.h).
@@ -82,7 +82,8 @@ AttentionScratch::AttentionScratch(int n_tasks, int n_ctx, int head_dim)
   scores_.resize(static_cast<size_t>(n_tasks) * n_ctx);
   act_.resize(static_cast<size_t>(n_tasks) * act_stride_);
   v_tmp_.resize(static_cast<size_t>(n_tasks) * head_dim);
-  act_f32_stride_ = float_ops().dot_f16_f32 ? (static_cast<size_t>(std::max(n_ctx, head_dim)) + 15) / 16 * 16 : 0;
+  act_f32_stride_ =
+      float_ops().dot_f16_f32 ? (static_cast<size_t>(std::max(n_ctx, head_dim)) + 15) / 16 * 16 : 0;
   act_f32_.resize(static_cast<size_t>(n_tasks) * act_f32_stride_);
 }
 
@@ -102,8 +103,8 @@ void attention(Parallel& par, const ModelConfig& c, const KvCache& kv, int layer
       const float* qh = q + static_cast<size_t>(i) * c.q_dim() + h * c.head_dim;
       float* oh = out + static_cast<size_t>(i) * c.attn_out_dim() + h * c.head_dim_v;
       if (kv.v_transposed()) {
-        attend_one(c, kv, layer, qh, h / group, pos0 + i, scale, k, scratch.scores(task), scratch.act(task),
-                   scratch.act_f32(task), oh);
+        attend_one(c, kv, layer, qh, h / group, pos0 + i, scale, k, scratch.scores(task),
+                   scratch.act(task), scratch.act_f32(task), oh);
       } else {
         attend_one_quantized(c, kv, layer, qh, h / group, pos0 + i, scale, scratch.scores(task), scratch.act(task),
                              scratch.v_tmp(task), oh);

@@ -28,7 +28,8 @@ class AttentionScratch {
   // [max(n_ctx, head_dim)] floats: act() widened back to floats (FloatOps::dot_f16_f32).
   // nullptr when the kernels chosen at construction did not offer it.
   float* act_f32(int task) {
-    return act_f32_stride_ ? act_f32_.data() + static_cast<size_t>(task) * act_f32_stride_ : nullptr;
+    return act_f32_stride_ ? act_f32_.data() + static_cast<size_t>(task) * act_f32_stride_
+                           : nullptr;
   }
 
  private:

@@ -75,7 +75,8 @@ MemoryPlan plan_memory(const GgufModel& model, const ModelConfig& c, const Memor
     p.weights_bytes += n_bytes;
     const int l = layer_index(t.name);
     if (l < 0) p.non_layer_bytes += n_bytes;
-    else layers[l] += t.n_bytes;  // a streamed layer is not repacked
+    else
+      layers[l] += t.n_bytes;  // a streamed layer is not repacked
   }
   for (const auto& [l, n] : layers) p.max_layer_bytes = std::max(p.max_layer_bytes, n);
   p.kv_bytes = plan_kv_bytes(c, o);

@@ -77,11 +77,11 @@ void softmax(float* x, int64_t n);
 void gelu(const float* x, float* out, int64_t n);
 void geglu(const float* gate, const float* up, float* out, int64_t n);
 void softcap(float* x, int64_t n, float cap);
-void rms_norm(const float* x, const float* w, float* out, int64_t n, float eps);  // bit-exact
-void add(const float* a, const float* b, float* out, int64_t n);                  // bit-exact
-void mul(const float* a, const float* b, float* out, int64_t n);                  // bit-exact
-void scale(float* x, int64_t n, float s);                                         // bit-exact
-void axpy(const float* x, float* y, int64_t n, float s);                          // bit-exact
+void rms_norm(const float* x, const float* w, float* out, int64_t n, float eps);       // bit-exact
+void add(const float* a, const float* b, float* out, int64_t n);                       // bit-exact
+void mul(const float* a, const float* b, float* out, int64_t n);                       // bit-exact
+void scale(float* x, int64_t n, float s);                                              // bit-exact
+void axpy(const float* x, float* y, int64_t n, float s);                               // bit-exact
 void rope_apply(float* x, int64_t n_rot, const float* cos_sin, ref::RopeStyle style);  // bit-exact
 
 }  // namespace runnel::neon

@@ -52,8 +52,7 @@ struct PackedQ8_K {
   int16_t bsums32[kQK_K / 32][kTokens];
   int8_t q[kQK_K / 4][kTokens][4];
 };
-static_assert(sizeof(PackedQ8_0) == 288 && sizeof(PackedQ8_1) == 320 &&
-              sizeof(PackedQ8_K) == 2464);
+static_assert(sizeof(PackedQ8_0) == 288 && sizeof(PackedQ8_1) == 320 && sizeof(PackedQ8_K) == 2464);
 
 // ---------------------------------------------------------------- legacy weights
 
@@ -384,14 +383,14 @@ using RowsFn = void (*)(int64_t, const void*, size_t, const void*, int, float*, 
 constexpr int kMaxRows = 4;
 
 template <typename Tile>
-void dispatch_rows(const RowsFn (&fns)[kMaxRows], int64_t n, const void* w, size_t w_stride,
-                   int nr, const void* packed, int nc, float* out, size_t out_stride) {
+void dispatch_rows(const RowsFn (&fns)[kMaxRows], int64_t n, const void* w, size_t w_stride, int nr,
+                   const void* packed, int nc, float* out, size_t out_stride) {
   constexpr int kRows = Tile::kMaxRows;
   static_assert(kRows >= 1 && kRows <= kMaxRows);
   for (int r = 0; r < nr; r += kRows) {
     const int rows = nr - r < kRows ? nr - r : kRows;
-    fns[rows - 1](n, static_cast<const uint8_t*>(w) + static_cast<size_t>(r) * w_stride,
-                  w_stride, packed, nc, out + r, out_stride);
+    fns[rows - 1](n, static_cast<const uint8_t*>(w) + static_cast<size_t>(r) * w_stride, w_stride,
+                  packed, nc, out + r, out_stride);
   }
 }
 
@@ -424,13 +423,13 @@ constexpr RowsFn kKquantRows[kMaxRows] = {kquant_fn<Tile, W, 1>(), kquant_fn<Til
 template <typename Tile>
 struct GemmSet {
   template <typename W>
-  static void legacy(int64_t n, const void* w, size_t w_stride, int nr, const void* packed,
-                     int nc, float* out, size_t out_stride) {
+  static void legacy(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+                     float* out, size_t out_stride) {
     dispatch_rows<Tile>(kLegacyRows<Tile, W>, n, w, w_stride, nr, packed, nc, out, out_stride);
   }
   template <typename W>
-  static void kquant(int64_t n, const void* w, size_t w_stride, int nr, const void* packed,
-                     int nc, float* out, size_t out_stride) {
+  static void kquant(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+                     float* out, size_t out_stride) {
     dispatch_rows<Tile>(kKquantRows<Tile, W>, n, w, w_stride, nr, packed, nc, out, out_stride);
   }
 };

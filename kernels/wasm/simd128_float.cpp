@@ -99,9 +99,12 @@ struct FiniteF16F32Row {
     const v128_t zero = wasm_i16x8_splat(0);
     v128_t w_lo, w_hi;
     FiniteF16Row::widen_magnitudes(mw, &w_lo, &w_hi);
-    *lo = wasm_f32x4_mul(w_lo, wasm_v128_xor(wasm_v128_load(a), wasm_i16x8_shuffle(zero, sign, 0, 8, 1, 9, 2, 10, 3, 11)));
+    *lo = wasm_f32x4_mul(
+        w_lo,
+        wasm_v128_xor(wasm_v128_load(a), wasm_i16x8_shuffle(zero, sign, 0, 8, 1, 9, 2, 10, 3, 11)));
     *hi = wasm_f32x4_mul(w_hi,
-                         wasm_v128_xor(wasm_v128_load(a + 4), wasm_i16x8_shuffle(zero, sign, 4, 12, 5, 13, 6, 14, 7, 15)));
+                         wasm_v128_xor(wasm_v128_load(a + 4),
+                                       wasm_i16x8_shuffle(zero, sign, 4, 12, 5, 13, 6, 14, 7, 15)));
   }
   bool saw_inf_or_nan() const {
     return wasm_v128_any_true(wasm_u16x8_ge(largest, wasm_i16x8_splat(0x7C00)));

@@ -5,9 +5,9 @@
 // Per block and per half group (4 rows): each row's quants are widened to int16 and
 // dotted with the activation's int16 quants (i32x4.dot_i16x8: exact; the largest lane
 // sums are stated per type), the 4 rows' int32 vectors are transposed into one vector
-// (lane r = row r), and that vector is scaled with the 4 rows' scales widened from one
-// load (stored as floats). ref sums one float per block as well, so the two agree to float rounding: within
-// vec_dot's bound of 1e-5 * S.
+// (lane r = row r), and that vector is scaled with the 4 rows' scales (stored as floats:
+// one load). ref sums one float per block as well, so the two agree to float rounding,
+// within vec_dot's bound of 1e-5 * S.
 #include <wasm_simd128.h>
 
 #include "kernels/ref/blocks.h"
@@ -22,9 +22,12 @@ using namespace x8;
 
 // [sum(s0), sum(s1), sum(s2), sum(s3)] of four int32x4 vectors.
 inline v128_t transpose_sum(v128_t s0, v128_t s1, v128_t s2, v128_t s3) {
-  const v128_t s01 = wasm_i32x4_add(wasm_i32x4_shuffle(s0, s1, 0, 4, 1, 5), wasm_i32x4_shuffle(s0, s1, 2, 6, 3, 7));
-  const v128_t s23 = wasm_i32x4_add(wasm_i32x4_shuffle(s2, s3, 0, 4, 1, 5), wasm_i32x4_shuffle(s2, s3, 2, 6, 3, 7));
-  return wasm_i32x4_add(wasm_i32x4_shuffle(s01, s23, 0, 1, 4, 5), wasm_i32x4_shuffle(s01, s23, 2, 3, 6, 7));
+  const v128_t s01 = wasm_i32x4_add(wasm_i32x4_shuffle(s0, s1, 0, 4, 1, 5),
+                                    wasm_i32x4_shuffle(s0, s1, 2, 6, 3, 7));
+  const v128_t s23 = wasm_i32x4_add(wasm_i32x4_shuffle(s2, s3, 0, 4, 1, 5),
+                                    wasm_i32x4_shuffle(s2, s3, 2, 6, 3, 7));
+  return wasm_i32x4_add(wasm_i32x4_shuffle(s01, s23, 0, 1, 4, 5),
+                        wasm_i32x4_shuffle(s01, s23, 2, 3, 6, 7));
 }
 
 // 32 activation quants as four int16 vectors: elements 0..7, 8..15, 16..23, 24..31.
@@ -49,8 +52,9 @@ inline v128_t dot_lane_order(const uint8_t* qs, const Act32& a) {
   const v128_t q1 = wasm_v128_and(wasm_u16x8_shr(packed, 4), mask);
   const v128_t q2 = wasm_v128_and(wasm_u16x8_shr(packed, 8), mask);
   const v128_t q3 = wasm_u16x8_shr(packed, 12);
-  return wasm_i32x4_add(wasm_i32x4_add(wasm_i32x4_dot_i16x8(q0, a.v[0]), wasm_i32x4_dot_i16x8(q1, a.v[1])),
-                        wasm_i32x4_add(wasm_i32x4_dot_i16x8(q2, a.v[2]), wasm_i32x4_dot_i16x8(q3, a.v[3])));
+  return wasm_i32x4_add(
+      wasm_i32x4_add(wasm_i32x4_dot_i16x8(q0, a.v[0]), wasm_i32x4_dot_i16x8(q1, a.v[1])),
+      wasm_i32x4_add(wasm_i32x4_dot_i16x8(q2, a.v[2]), wasm_i32x4_dot_i16x8(q3, a.v[3])));
 }
 
 // sum q[e] a[e] over 32 int8 quants: |lane| <= 8 * 128 * 128.
@@ -67,6 +71,7 @@ inline v128_t dot_i8_32(const int8_t* q, const Act32& a) {
 // Blocks of activation scales widened together: per-block scalar f16 decoding would cost
 // as much as a row's integer work. Chunks of kChunk blocks keep them on the stack.
 constexpr int kChunk = 32;
+static_assert(kChunk % 8 == 0, "widen_fields writes whole vectors of 8");
 
 // Field `field` (Q8_0 / Q8_1 d, Q8_1 s) of `count` blocks from y as floats.
 template <typename Block>
@@ -96,9 +101,10 @@ inline v128_t half_sums_nibbles(const Group& g, int h, const Act32& a) {
 }
 
 // Q4_0: sum (q - 8) a = sum q a - 8 sum a, with sum a from a_sums (exact in int32).
-void gemm_q4_0_rows(int64_t nb, const BlockQ4_0x8* g, const ref::BlockQ8_0* y, const int32_t* sums, float* out) {
+void gemm_q4_0_rows(int64_t nb, const BlockQ4_0x8* g, const ref::BlockQ8_0* y, const int32_t* sums,
+                    float* out) {
   v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
-  alignas(16) float da[kChunk + 8];
+  alignas(16) float da[kChunk];
   for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
     const int count = static_cast<int>(nb - b0 < kChunk ? nb - b0 : kChunk);
     widen_fields(y + b0, count, &ref::BlockQ8_0::d, da);
@@ -118,10 +124,11 @@ void gemm_q4_0_rows(int64_t nb, const BlockQ4_0x8* g, const ref::BlockQ8_0* y, c
 }
 
 // Q4_1: w = d q + m; the m term is m * s (s = d_a sum q_a, the Q8_1 block's second field).
-void gemm_q4_1_rows(int64_t nb, const BlockQ4_1x8* g, const ref::BlockQ8_1* y, const int32_t* /*sums*/, float* out) {
+void gemm_q4_1_rows(int64_t nb, const BlockQ4_1x8* g, const ref::BlockQ8_1* y,
+                    const int32_t* /*sums*/, float* out) {
   v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
-  alignas(16) float da[kChunk + 8];
-  alignas(16) float sa[kChunk + 8];
+  alignas(16) float da[kChunk];
+  alignas(16) float sa[kChunk];
   for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
     const int count = static_cast<int>(nb - b0 < kChunk ? nb - b0 : kChunk);
     widen_fields(y + b0, count, &ref::BlockQ8_1::d, da);
@@ -142,9 +149,10 @@ void gemm_q4_1_rows(int64_t nb, const BlockQ4_1x8* g, const ref::BlockQ8_1* y, c
   store_8(out, acc[0], acc[1]);
 }
 
-void gemm_q8_0_rows(int64_t nb, const BlockQ8_0x8* g, const ref::BlockQ8_0* y, const int32_t* /*sums*/, float* out) {
+void gemm_q8_0_rows(int64_t nb, const BlockQ8_0x8* g, const ref::BlockQ8_0* y,
+                    const int32_t* /*sums*/, float* out) {
   v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
-  alignas(16) float da[kChunk + 8];
+  alignas(16) float da[kChunk];
   for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
     const int count = static_cast<int>(nb - b0 < kChunk ? nb - b0 : kChunk);
     widen_fields(y + b0, count, &ref::BlockQ8_0::d, da);
@@ -153,8 +161,9 @@ void gemm_q8_0_rows(int64_t nb, const BlockQ8_0x8* g, const ref::BlockQ8_0* y, c
       const Act32 a(y[b].qs);
       const v128_t d_a = wasm_f32x4_splat(da[i]);
       for (int h = 0; h < 2; ++h) {
-        const v128_t isum = transpose_sum(dot_i8_32(g[b].qs[4 * h], a), dot_i8_32(g[b].qs[4 * h + 1], a),
-                                          dot_i8_32(g[b].qs[4 * h + 2], a), dot_i8_32(g[b].qs[4 * h + 3], a));
+        const v128_t isum =
+            transpose_sum(dot_i8_32(g[b].qs[4 * h], a), dot_i8_32(g[b].qs[4 * h + 1], a),
+                          dot_i8_32(g[b].qs[4 * h + 2], a), dot_i8_32(g[b].qs[4 * h + 3], a));
         const v128_t d = wasm_f32x4_mul(load(g[b].d + 4 * h), d_a);
         acc[h] = wasm_f32x4_add(acc[h], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), d));
       }
@@ -175,19 +184,22 @@ inline v128_t q8_k_sums32(const ref::BlockQ8_K& y) {
 
 // Q4_K: row r's block = d sum_s sc_s (q_s . a_s) - dmin sum_s m_s sum(a_s), times d_a.
 // Per row, sc_s (q_s . a_s) is accumulated in int32 lanes: |total| <= 8 * 63 * 32 * 15 * 128.
-void gemm_q4_k_rows(int64_t nb, const BlockQ4_Kx8* g, const ref::BlockQ8_K* y, const int32_t* /*sums*/, float* out) {
+void gemm_q4_k_rows(int64_t nb, const BlockQ4_Kx8* g, const ref::BlockQ8_K* y,
+                    const int32_t* /*sums*/, float* out) {
   v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ4_Kx8& blk = g[b];
     const v128_t da = wasm_f32x4_splat(y[b].d);
     const v128_t sums32 = q8_k_sums32(y[b]);
     for (int h = 0; h < 2; ++h) {
-      v128_t row[4] = {wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0)};
+      v128_t row[4] = {wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0),
+                       wasm_i32x4_splat(0)};
       for (int s = 0; s < 8; ++s) {
         const Act32 a(y[b].qs + 32 * s);
         for (int r = 0; r < 4; ++r) {
           const v128_t dot = dot_lane_order(blk.qs[4 * h + r][s], a);
-          row[r] = wasm_i32x4_add(row[r], wasm_i32x4_mul(dot, wasm_i32x4_splat(blk.sc[s][4 * h + r])));
+          row[r] =
+              wasm_i32x4_add(row[r], wasm_i32x4_mul(dot, wasm_i32x4_splat(blk.sc[s][4 * h + r])));
         }
       }
       // The min terms: row r's 8 mins dotted with the 8 sub-block sums (|lane| <= 2 * 63 * 4096).
@@ -198,8 +210,9 @@ void gemm_q4_k_rows(int64_t nb, const BlockQ4_Kx8* g, const ref::BlockQ8_K* y, c
       }
       const v128_t isum = transpose_sum(row[0], row[1], row[2], row[3]);
       const v128_t msum = transpose_sum(mins[0], mins[1], mins[2], mins[3]);
-      const v128_t term = wasm_f32x4_sub(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), load(blk.d + 4 * h)),
-                                         wasm_f32x4_mul(wasm_f32x4_convert_i32x4(msum), load(blk.dmin + 4 * h)));
+      const v128_t term =
+          wasm_f32x4_sub(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), load(blk.d + 4 * h)),
+                         wasm_f32x4_mul(wasm_f32x4_convert_i32x4(msum), load(blk.dmin + 4 * h)));
       acc[h] = wasm_f32x4_add(acc[h], wasm_f32x4_mul(term, da));
     }
   }
@@ -208,30 +221,36 @@ void gemm_q4_k_rows(int64_t nb, const BlockQ4_Kx8* g, const ref::BlockQ8_K* y, c
 
 // Q6_K: row r's block = d sum_g sc_g (q_g . a_g) over 16 groups of 16 (q in [-32, 31]):
 // |total| <= 16 * 128 * 16 * 32 * 128.
-void gemm_q6_k_rows(int64_t nb, const BlockQ6_Kx8* g, const ref::BlockQ8_K* y, const int32_t* /*sums*/, float* out) {
+void gemm_q6_k_rows(int64_t nb, const BlockQ6_Kx8* g, const ref::BlockQ8_K* y,
+                    const int32_t* /*sums*/, float* out) {
   v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ6_Kx8& blk = g[b];
     const v128_t da = wasm_f32x4_splat(y[b].d);
     for (int h = 0; h < 2; ++h) {
-      v128_t row[4] = {wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0)};
+      v128_t row[4] = {wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0),
+                       wasm_i32x4_splat(0)};
       for (int s = 0; s < 8; ++s) {
         const Act32 a(y[b].qs + 32 * s);
         for (int r = 0; r < 4; ++r) {
           const int8_t* q = blk.q[4 * h + r] + 32 * s;
           const v128_t lo = load(q);
           const v128_t hi = load(q + 16);
-          const v128_t dot0 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(lo), a.v[0]),
-                                             wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(lo), a.v[1]));
-          const v128_t dot1 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(hi), a.v[2]),
-                                             wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(hi), a.v[3]));
+          const v128_t dot0 =
+              wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(lo), a.v[0]),
+                             wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(lo), a.v[1]));
+          const v128_t dot1 =
+              wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(hi), a.v[2]),
+                             wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(hi), a.v[3]));
           const int8_t* sc = blk.scales[4 * h + r] + 2 * s;
-          row[r] = wasm_i32x4_add(row[r], wasm_i32x4_add(wasm_i32x4_mul(dot0, wasm_i32x4_splat(sc[0])),
-                                                         wasm_i32x4_mul(dot1, wasm_i32x4_splat(sc[1]))));
+          row[r] =
+              wasm_i32x4_add(row[r], wasm_i32x4_add(wasm_i32x4_mul(dot0, wasm_i32x4_splat(sc[0])),
+                                                    wasm_i32x4_mul(dot1, wasm_i32x4_splat(sc[1]))));
         }
       }
       const v128_t isum = transpose_sum(row[0], row[1], row[2], row[3]);
-      acc[h] = wasm_f32x4_add(acc[h], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), wasm_f32x4_mul(load(blk.d + 4 * h), da)));
+      acc[h] = wasm_f32x4_add(acc[h], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum),
+                                                     wasm_f32x4_mul(load(blk.d + 4 * h), da)));
     }
   }
   store_8(out, acc[0], acc[1]);
@@ -241,10 +260,11 @@ void gemm_q6_k_rows(int64_t nb, const BlockQ6_Kx8* g, const ref::BlockQ8_K* y, c
 // few tens of KiB, so the later passes read it from L1 / L2. a_sums: n / 32 per row.
 template <typename Group, typename Act, int kBlock,
           void (*Rows)(int64_t, const Group*, const Act*, const int32_t*, float*)>
-void over_tokens(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
-                 float* out, size_t out_stride) {
+void over_tokens(int64_t n, const void* group, const void* a, size_t a_stride,
+                 const int32_t* a_sums, int nc, float* out, size_t out_stride) {
   for (int c = 0; c < nc; ++c) {
-    const auto* y = reinterpret_cast<const Act*>(static_cast<const uint8_t*>(a) + static_cast<size_t>(c) * a_stride);
+    const auto* y = reinterpret_cast<const Act*>(static_cast<const uint8_t*>(a) +
+                                                 static_cast<size_t>(c) * a_stride);
     Rows(n / kBlock, static_cast<const Group*>(group), y, a_sums ? a_sums + c * (n / kQK) : nullptr,
          out + c * out_stride);
   }
@@ -252,31 +272,34 @@ void over_tokens(int64_t n, const void* group, const void* a, size_t a_stride, c
 
 }  // namespace
 
-void gemm_x8_q4_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
-                  float* out, size_t out_stride) {
-  over_tokens<BlockQ4_0x8, ref::BlockQ8_0, kQK, gemm_q4_0_rows>(n, group, a, a_stride, a_sums, nc, out, out_stride);
+void gemm_x8_q4_0(int64_t n, const void* group, const void* a, size_t a_stride,
+                  const int32_t* a_sums, int nc, float* out, size_t out_stride) {
+  over_tokens<BlockQ4_0x8, ref::BlockQ8_0, kQK, gemm_q4_0_rows>(n, group, a, a_stride, a_sums, nc,
+                                                                out, out_stride);
 }
 
-void gemm_x8_q4_1(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
-                  float* out, size_t out_stride) {
-  over_tokens<BlockQ4_1x8, ref::BlockQ8_1, kQK, gemm_q4_1_rows>(n, group, a, a_stride, a_sums, nc, out, out_stride);
+void gemm_x8_q4_1(int64_t n, const void* group, const void* a, size_t a_stride,
+                  const int32_t* a_sums, int nc, float* out, size_t out_stride) {
+  over_tokens<BlockQ4_1x8, ref::BlockQ8_1, kQK, gemm_q4_1_rows>(n, group, a, a_stride, a_sums, nc,
+                                                                out, out_stride);
 }
 
-void gemm_x8_q8_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
-                  float* out, size_t out_stride) {
-  over_tokens<BlockQ8_0x8, ref::BlockQ8_0, kQK, gemm_q8_0_rows>(n, group, a, a_stride, a_sums, nc, out, out_stride);
+void gemm_x8_q8_0(int64_t n, const void* group, const void* a, size_t a_stride,
+                  const int32_t* a_sums, int nc, float* out, size_t out_stride) {
+  over_tokens<BlockQ8_0x8, ref::BlockQ8_0, kQK, gemm_q8_0_rows>(n, group, a, a_stride, a_sums, nc,
+                                                                out, out_stride);
 }
 
-void gemm_x8_q4_k(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
-                  float* out, size_t out_stride) {
-  over_tokens<BlockQ4_Kx8, ref::BlockQ8_K, kQK_K, gemm_q4_k_rows>(n, group, a, a_stride, a_sums, nc, out,
-                                                                  out_stride);
+void gemm_x8_q4_k(int64_t n, const void* group, const void* a, size_t a_stride,
+                  const int32_t* a_sums, int nc, float* out, size_t out_stride) {
+  over_tokens<BlockQ4_Kx8, ref::BlockQ8_K, kQK_K, gemm_q4_k_rows>(n, group, a, a_stride, a_sums, nc,
+                                                                  out, out_stride);
 }
 
-void gemm_x8_q6_k(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, int nc,
-                  float* out, size_t out_stride) {
-  over_tokens<BlockQ6_Kx8, ref::BlockQ8_K, kQK_K, gemm_q6_k_rows>(n, group, a, a_stride, a_sums, nc, out,
-                                                                  out_stride);
+void gemm_x8_q6_k(int64_t n, const void* group, const void* a, size_t a_stride,
+                  const int32_t* a_sums, int nc, float* out, size_t out_stride) {
+  over_tokens<BlockQ6_Kx8, ref::BlockQ8_K, kQK_K, gemm_q6_k_rows>(n, group, a, a_stride, a_sums, nc,
+                                                                  out, out_stride);
 }
 
 }  // namespace runnel::simd128

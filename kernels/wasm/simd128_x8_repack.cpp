@@ -23,13 +23,15 @@ float scale_of(uint16_t h) {
 }
 uint16_t half_of(float f) {
   const uint32_t x = f32_bits(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>(((x >> 16) & 0x8000u) | 0x7c00u | ((x >> 13) & 0x3ffu));
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>(((x >> 16) & 0x8000u) | 0x7c00u | ((x >> 13) & 0x3ffu));
   return fp32_to_fp16(f);
 }
 
 template <typename Block>
 const Block& row_block(const void* rows, size_t row_stride, int r, int64_t b) {
-  return reinterpret_cast<const Block*>(static_cast<const uint8_t*>(rows) + static_cast<size_t>(r) * row_stride)[b];
+  return reinterpret_cast<const Block*>(static_cast<const uint8_t*>(rows) +
+                                        static_cast<size_t>(r) * row_stride)[b];
 }
 
 // 32 nibbles (element e at q[e], each in [0, 15]) -> 16 bytes in lane order.
@@ -140,7 +142,8 @@ void repack_x8_q4_k(int64_t n, const void* rows, size_t row_stride, void* group)
       const auto& blk = row_block<ref::BlockQ4_K>(rows, row_stride, r, b);
       g[b].d[r] = scale_of(blk.d);
       g[b].dmin[r] = scale_of(blk.dmin);
-      for (int s = 0; s < 8; ++s) ref::unpack_scale_min_k4(s, blk.scales, &g[b].sc[s][r], &g[b].m[r][s]);
+      for (int s = 0; s < 8; ++s)
+        ref::unpack_scale_min_k4(s, blk.scales, &g[b].sc[s][r], &g[b].m[r][s]);
       // 32-byte chunk c: low nibbles are sub-block 2c, high nibbles sub-block 2c + 1.
       for (int c = 0; c < 4; ++c) {
         uint8_t lo[kQK], hi[kQK];
@@ -208,7 +211,8 @@ void unpack_x8_row_q4_k(int64_t n, const void* group, int r, void* row) {
       uint8_t lo[kQK], hi[kQK];
       get_lane_order(g[b].qs[r][2 * c], lo);
       get_lane_order(g[b].qs[r][2 * c + 1], hi);
-      for (int i = 0; i < kQK; ++i) out[b].qs[32 * c + i] = static_cast<uint8_t>(lo[i] | hi[i] << 4);
+      for (int i = 0; i < kQK; ++i)
+        out[b].qs[32 * c + i] = static_cast<uint8_t>(lo[i] | hi[i] << 4);
     }
   }
 }

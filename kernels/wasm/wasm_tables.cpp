@@ -40,7 +40,8 @@ KernelTable build_simd128_table() {
   t.types[static_cast<uint32_t>(G::F16)].dequantize_row = simd128::dequantize_row_f16;
   // Row-interleaved layout for resident weights (decode and prefill).
   auto x8 = [&t](GgmlType type, void (*repack)(int64_t, const void*, size_t, void*),
-                 void (*fn)(int64_t, const void*, const void*, size_t, const int32_t*, int, float*, size_t),
+                 void (*fn)(int64_t, const void*, const void*, size_t, const int32_t*, int, float*,
+                            size_t),
                  void (*unpack)(int64_t, const void*, int, void*), uint32_t block_bytes) {
     TypeKernels& k = t.types[static_cast<uint32_t>(type)];
     k.repack_x8 = repack;

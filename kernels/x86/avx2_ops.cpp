@@ -106,8 +106,8 @@ inline __m256 tanh8(__m256 t) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
   const __m256 abs_t = _mm256_andnot_ps(sign, t);
   const __m256 y = expm1_8(_mm256_mul_ps(_mm256_set1_ps(-2.0f), abs_t));
-  const __m256 th = _mm256_div_ps(_mm256_andnot_ps(sign, y),
-                                  _mm256_add_ps(_mm256_set1_ps(2.0f), y));
+  const __m256 th =
+      _mm256_div_ps(_mm256_andnot_ps(sign, y), _mm256_add_ps(_mm256_set1_ps(2.0f), y));
   return _mm256_or_ps(th, _mm256_and_ps(sign, t));
 }
 

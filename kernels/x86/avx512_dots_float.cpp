@@ -134,7 +134,7 @@ float vec_dot_bf16(int64_t n, const void* w, const void* a) {
 }
 
 __attribute__((target("avx512bf16"))) float vec_dot_bf16_dpbf16(int64_t n, const void* w,
-                                                                 const void* a) {
+                                                                const void* a) {
   const auto* x = static_cast<const uint16_t*>(w);
   const auto* y = static_cast<const uint16_t*>(a);
   __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),

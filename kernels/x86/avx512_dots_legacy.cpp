@@ -85,8 +85,8 @@ float dot_blocks(int64_t n, const void* w, const void* a, BlockLanes lanes) {
     const ABlock* yb = y + b;
     const __m256i l01 = _mm256_hadd_epi32(lanes(xb[0], yb[0]), lanes(xb[1], yb[1]));
     const __m256i l23 = _mm256_hadd_epi32(lanes(xb[2], yb[2]), lanes(xb[3], yb[3]));
-    const __m128 d = mul_halves(
-        f16x8(xb[0].d, xb[1].d, xb[2].d, xb[3].d, yb[0].d, yb[1].d, yb[2].d, yb[3].d));
+    const __m128 d =
+        mul_halves(f16x8(xb[0].d, xb[1].d, xb[2].d, xb[3].d, yb[0].d, yb[1].d, yb[2].d, yb[3].d));
     const __m256 sums = _mm256_cvtepi32_ps(_mm256_hadd_epi32(l01, l23));
     acc = _mm256_fmadd_ps(_mm256_set_m128(d, d), sums, acc);
     if constexpr (kHasMin) {
@@ -138,10 +138,10 @@ float vec_dot_q5_1(int64_t n, const void* w, const void* a) {
 }
 
 float vec_dot_q8_0(int64_t n, const void* w, const void* a) {
-  return dot_blocks<BlockQ8_0, BlockQ8_0, false>(
-      n, w, a, [](const BlockQ8_0& x, const BlockQ8_0& y) {
-        return dot_s8_s8(load_32(x.qs), load_32(y.qs));
-      });
+  return dot_blocks<BlockQ8_0, BlockQ8_0, false>(n, w, a,
+                                                 [](const BlockQ8_0& x, const BlockQ8_0& y) {
+                                                   return dot_s8_s8(load_32(x.qs), load_32(y.qs));
+                                                 });
 }
 
 }  // namespace runnel::avx512

@@ -5,8 +5,8 @@
 #include "kernels/x86/avx2.h"
 #include "kernels/x86/avx512_dots.h"
 #include "kernels/x86/avx512_gemm.h"
-#include "kernels/x86/x86.h"
 #include "kernels/x86/x8.h"
+#include "kernels/x86/x86.h"
 #include "kernels/x86/x8_layout.h"
 
 namespace runnel {

@@ -23,8 +23,8 @@
 //    cap anyway.
 #pragma once
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -96,10 +96,9 @@ inline std::vector<float> sweep(float lim, const std::vector<float>& specials) {
 inline std::vector<float> gelu_specials() {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  return {0.0f,   -0.0f,  1e-40f, -1e-40f, 1e-30f, -1e-30f, 1e-4f,   -1e-4f, -10.0f,
-          -10.05f, -10.06f, -10.07f, -10.1f, 10.06f, -12.0f, 30.0f, -30.0f, 1e4f,
-          -1e4f,  1e19f,  -1e19f, 2e19f,   -2e19f, 1e30f,   -1e30f,  3.4e38f, -3.4e38f,
-          inf,    -inf,   nan};
+  return {0.0f,    -0.0f,   1e-40f, -1e-40f, 1e-30f, -1e-30f, 1e-4f,    -1e-4f, -10.0f, -10.05f,
+          -10.06f, -10.07f, -10.1f, 10.06f,  -12.0f, 30.0f,   -30.0f,   1e4f,   -1e4f,  1e19f,
+          -1e19f,  2e19f,   -2e19f, 1e30f,   -1e30f, 3.4e38f, -3.4e38f, inf,    -inf,   nan};
 }
 
 struct GeluErrors {
@@ -147,7 +146,7 @@ inline GeluErrors check_gelu_geglu(const FloatOps& f) {
   f.gelu(x, out, 8);
   CHECK(bits_of(out[0]) == bits_of(0.0f));
   CHECK(bits_of(out[1]) == bits_of(-0.0f));
-  CHECK(out[2] == 20.0f);  // 20 / (1 + e^-680)
+  CHECK(out[2] == 20.0f);                    // 20 / (1 + e^-680)
   CHECK(bits_of(out[3]) == bits_of(-0.0f));  // -20 / (1 + inf)
   CHECK(out[4] == 1e30f);
   CHECK(out[5] == inf);
@@ -159,11 +158,11 @@ inline GeluErrors check_gelu_geglu(const FloatOps& f) {
 inline std::vector<float> softcap_specials(float cap) {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  return {0.0f,        -0.0f,        1e-40f,       -1e-40f,      1e-30f * cap, -1e-30f * cap,
-          1e-6f * cap, -1e-6f * cap, 0.17f * cap,  -0.18f * cap, 0.35f * cap,  -0.35f * cap,
-          9.0f * cap,  -9.0f * cap,  9.2f * cap,   -9.2f * cap,  15.0f * cap,  -15.0f * cap,
-          1e30f,       -1e30f,       3.4e38f,      -3.4e38f,     inf,          -inf,
-          nan};
+  return {0.0f,          -0.0f,        1e-40f,       -1e-40f,     1e-30f * cap,
+          -1e-30f * cap, 1e-6f * cap,  -1e-6f * cap, 0.17f * cap, -0.18f * cap,
+          0.35f * cap,   -0.35f * cap, 9.0f * cap,   -9.0f * cap, 9.2f * cap,
+          -9.2f * cap,   15.0f * cap,  -15.0f * cap, 1e30f,       -1e30f,
+          3.4e38f,       -3.4e38f,     inf,          -inf,        nan};
 }
 
 // softcap against ref for several caps; returns the largest error in u.

@@ -14,13 +14,14 @@
 
 namespace runnel::test {
 
-inline constexpr GgmlType kX8WeightTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K,
-                                              GgmlType::Q6_K};
+inline constexpr GgmlType kX8WeightTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0,
+                                              GgmlType::Q4_K, GgmlType::Q6_K};
 
 // Repacks 8 rows with the table's repack_x8, runs gemm_x8 against the activation rows and
 // checks every output; outputs of tokens beyond nc and the padding of each output row
 // stay untouched.
-inline void check_gemm_x8(const KernelTable& t, GgmlType wt, const std::vector<std::vector<uint8_t>>& rows,
+inline void check_gemm_x8(const KernelTable& t, GgmlType wt,
+                          const std::vector<std::vector<uint8_t>>& rows,
                           const std::vector<std::vector<uint8_t>>& acts, int64_t n) {
   REQUIRE(rows.size() == static_cast<size_t>(kX8Rows));
   const GgmlType at = t.of(wt).vec_dot_type;
@@ -40,7 +41,8 @@ inline void check_gemm_x8(const KernelTable& t, GgmlType wt, const std::vector<s
   }
   std::vector<int32_t> sums(static_cast<size_t>(nc * (n / kQK)) + 1);
   if (t.of(at).block_sums) {
-    for (int c = 0; c < nc; ++c) t.of(at).block_sums(n, acts[c].data(), sums.data() + c * (n / kQK));
+    for (int c = 0; c < nc; ++c)
+      t.of(at).block_sums(n, acts[c].data(), sums.data() + c * (n / kQK));
   }
   const size_t out_stride = kX8Rows + 5;
   std::vector<float> out(kGemmCols * out_stride, -7.0f);
@@ -78,7 +80,8 @@ inline void check_x8_table(const KernelTable& t) {
         std::vector<std::vector<uint8_t>> rows, acts;
         for (int r = 0; r < kX8Rows; ++r) {
           if (r < 5) {
-            rows.push_back(quantize(wt, make_row(r % 2 ? RowKind::kHeavy : RowKind::kBell, rng, n)));
+            rows.push_back(
+                quantize(wt, make_row(r % 2 ? RowKind::kHeavy : RowKind::kBell, rng, n)));
           } else {
             rows.push_back(raw_weight_row(wt, n, rng, static_cast<ByteMode>(r - 5)));
           }
@@ -87,7 +90,8 @@ inline void check_x8_table(const KernelTable& t) {
           if (c % 3 == 2) {
             acts.push_back(raw_activation_row(at, n, rng, c % 2 == 0));
           } else {
-            acts.push_back(quantize(at, make_row(c == 1 ? RowKind::kSignTie : RowKind::kBell, rng, n)));
+            acts.push_back(
+                quantize(at, make_row(c == 1 ? RowKind::kSignTie : RowKind::kBell, rng, n)));
           }
         }
         check_gemm_x8(t, wt, rows, acts, n);

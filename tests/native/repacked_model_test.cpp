@@ -32,7 +32,8 @@ TEST_CASE("repacked (x8) weights give the GGUF layout's logits and tokens", "[mo
           std::ofstream f(path, std::ios::binary);
           f.write(reinterpret_cast<const char*>(m.bytes.data()), static_cast<std::streamsize>(m.bytes.size()));
         }
-        const test::TinyRun repacked = test::run_tiny(MmapStore::open(path), std::make_shared<ThreadPool>(2));
+        const test::TinyRun repacked =
+            test::run_tiny(MmapStore::open(path), std::make_shared<ThreadPool>(2));
         std::filesystem::remove(path);
         const test::TinyRun plain = test::run_tiny(m.store(), std::make_shared<ThreadPool>(2));
         test::check_same_output(repacked, plain);

@@ -70,9 +70,10 @@ void JsStore::load_weights(uint64_t layer_budget_bytes) {
 std::unique_ptr<uint8_t[]> JsStore::allocate(uint64_t n_bytes, const std::string& what) const {
   std::unique_ptr<uint8_t[]> p(new (std::nothrow) uint8_t[std::max<uint64_t>(n_bytes, 1)]);
   if (!p) {
-    throw std::runtime_error("out of wasm memory: cannot hold " + format_bytes(n_bytes) + " (" + what + ") next to " +
-                             format_bytes(resident_bytes_) +
-                             " of weights already loaded (set a smaller memoryBudget to stream layers)");
+    throw std::runtime_error(
+        "out of wasm memory: cannot hold " + format_bytes(n_bytes) + " (" + what + ") next to " +
+        format_bytes(resident_bytes_) +
+        " of weights already loaded (set a smaller memoryBudget to stream layers)");
   }
   return p;
 }
@@ -112,7 +113,8 @@ size_t JsStore::index_of(const GgufTensorInfo& tensor) const {
 
 uint8_t* JsStore::copy_space(const GgufTensorInfo& tensor, size_t n_bytes) {
   const size_t i = index_of(tensor);
-  if (!per_tensor(arena_of(placement_[i].arena - 1))) return nullptr;  // streamed: keep the file's layout
+  if (!per_tensor(arena_of(placement_[i].arena - 1)))
+    return nullptr;  // streamed: keep the file's layout
   copies_.push_back(allocate(n_bytes, "the repacked " + tensor.name));
   resident_bytes_ += n_bytes;
   return copies_.back().get();

@@ -34,8 +34,8 @@ inline TinySpec x8_tiny_spec(GgmlType type, bool tied) {
   return spec;
 }
 
-inline constexpr GgmlType kRepackTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K,
-                                            GgmlType::Q6_K};
+inline constexpr GgmlType kRepackTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0,
+                                            GgmlType::Q4_K, GgmlType::Q6_K};
 
 struct TinyRun {
   std::vector<float> prefill_logits;  // after the prompt, [n_vocab]
@@ -57,7 +57,8 @@ inline TinyRun run_tiny(std::unique_ptr<WeightStore> store, std::shared_ptr<Para
   TinyRun r;
   r.prefill_logits.assign(logits.begin(), logits.end());
   for (int i = 0; i < 8; ++i) {
-    r.greedy.push_back(static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+    r.greedy.push_back(
+        static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
     logits = s->eval(std::span<const TokenId>(&r.greedy.back(), 1));
   }
   return r;
@@ -72,7 +73,8 @@ inline TinyRun run_tiny(std::unique_ptr<WeightStore> store, std::shared_ptr<Para
 inline void check_same_output(const TinyRun& repacked, const TinyRun& plain) {
   double max_diff = 0, max_ref = 0;
   for (size_t i = 0; i < plain.prefill_logits.size(); ++i) {
-    max_diff = std::max(max_diff, std::fabs(static_cast<double>(repacked.prefill_logits[i]) - plain.prefill_logits[i]));
+    max_diff = std::max(max_diff, std::fabs(static_cast<double>(repacked.prefill_logits[i]) -
+                                            plain.prefill_logits[i]));
     max_ref = std::max(max_ref, std::fabs(static_cast<double>(plain.prefill_logits[i])));
   }
   INFO("max |logit difference| " << max_diff << " of max |logit| " << max_ref);

@@ -38,7 +38,8 @@ class CopyingStore : public SpanStore {
 
 }  // namespace
 
-TEST_CASE("repacked (x8) weights give the GGUF layout's logits and tokens on every kernel set", "[model][x8]") {
+TEST_CASE("repacked (x8) weights give the GGUF layout's logits and tokens on every kernel set",
+          "[model][x8]") {
   int n_checked = 0;
   for (const char* isa : {"avx2", "avx512", "neon", "simd128"}) {
     const test::SelectIsa selected(isa);
@@ -47,18 +48,20 @@ TEST_CASE("repacked (x8) weights give the GGUF layout's logits and tokens on eve
     for (GgmlType type : test::kRepackTypes) {
       if (!k.of(type).repack_x8) continue;  // this kernel set keeps the GGUF layout
       for (bool tied : {true, false}) {
-        INFO("kernels " << k.isa << ", type " << traits(type).name << (tied ? ", tied output" : ""));
+        INFO("kernels " << k.isa << ", type " << traits(type).name
+                        << (tied ? ", tied output" : ""));
         const test::TinySpec spec = test::x8_tiny_spec(type, tied);
         const test::TinyModel m = test::build_tiny_model(spec);
         std::vector<GgufFile> files;
         files.push_back(GgufFile::parse(m.bytes, "tiny.gguf"));
-        auto copying = std::make_unique<CopyingStore>(GgufModel::join(std::move(files)),
-                                                      std::vector<std::span<const uint8_t>>{m.bytes});
+        auto copying = std::make_unique<CopyingStore>(
+            GgufModel::join(std::move(files)), std::vector<std::span<const uint8_t>>{m.bytes});
         size_t n_copies = 0;
-        const test::TinyRun repacked =
-            test::run_tiny(std::move(copying), std::make_shared<InlineParallel>(),
-                           [&](WeightStore& s) { n_copies = dynamic_cast<CopyingStore&>(s).n_copies(); });
-        CHECK(n_copies == 7 * static_cast<size_t>(spec.n_layer) + 1);  // every matrix and the output
+        const test::TinyRun repacked = test::run_tiny(
+            std::move(copying), std::make_shared<InlineParallel>(),
+            [&](WeightStore& s) { n_copies = dynamic_cast<CopyingStore&>(s).n_copies(); });
+        CHECK(n_copies ==
+              7 * static_cast<size_t>(spec.n_layer) + 1);  // every matrix and the output
         const test::TinyRun plain = test::run_tiny(m.store(), std::make_shared<InlineParallel>());
         test::check_same_output(repacked, plain);
         ++n_checked;

@@ -26,8 +26,8 @@ using test::Rng;
 using test::RowKind;
 
 const int64_t kLengths[] = {1, 3, 4, 5, 7, 8, 9, 64, 100, 4099};
-const RowKind kKinds[] = {RowKind::kBell, RowKind::kHeavy, RowKind::kZero, RowKind::kSmall,
-                          RowKind::kTiny, RowKind::kHuge};
+const RowKind kKinds[] = {RowKind::kBell,  RowKind::kHeavy, RowKind::kZero,
+                          RowKind::kSmall, RowKind::kTiny,  RowKind::kHuge};
 
 void check_same_bits(const std::vector<float>& got, const std::vector<float>& want) {
   REQUIRE(got.size() == want.size());

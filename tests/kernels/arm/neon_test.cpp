@@ -373,9 +373,8 @@ int replaced_entries(const KernelTable& t, const KernelTable& base) {
     CHECK((x.gemm_pack == nullptr) == (x.gemm_pack_bytes == nullptr));
     CHECK(x.repack_x8 == b.repack_x8);
     CHECK(x.gemm_x8 == b.gemm_x8);
-    replaced += (x.vec_dot != b.vec_dot) + (x.quantize_row != b.quantize_row) +
-                (x.gemm != b.gemm) + (x.gemm_pack != b.gemm_pack) +
-                (x.gemm_pack_bytes != b.gemm_pack_bytes);
+    replaced += (x.vec_dot != b.vec_dot) + (x.quantize_row != b.quantize_row) + (x.gemm != b.gemm) +
+                (x.gemm_pack != b.gemm_pack) + (x.gemm_pack_bytes != b.gemm_pack_bytes);
   }
   return replaced;
 }

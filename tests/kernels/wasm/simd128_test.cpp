@@ -15,6 +15,8 @@
 //    three more roundings follow on each side (1 + e, the division, the multiply by up;
 //    softmax: 1 / sum and the multiply), each <= 2^-24 relative: 9 * 2^-24 at worst
 //    (measured: 4.4, 5.3 and 4.1). 1e-37 covers results in the float subnormal range.
+#include "kernels/wasm/simd128.h"
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstddef>
@@ -26,7 +28,6 @@
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
 #include "kernels/ref/blocks.h"
-#include "kernels/wasm/simd128.h"
 #include "kernels/wasm/simd128_common.h"
 #include "kernels/wasm/wasm.h"
 #include "tests/kernels/isa_test_util.h"
@@ -285,7 +286,8 @@ TEST_CASE("SIMD128 F16 dots of rows holding inf or NaN give ref's inf or NaN", "
   }
 }
 
-TEST_CASE("SIMD128 dot_f16_f32 equals the F16 dot bit for bit, its activation widened once", "[simd128]") {
+TEST_CASE("SIMD128 dot_f16_f32 equals the F16 dot bit for bit, its activation widened once",
+          "[simd128]") {
   // Attention widens the f16 query / probabilities once and calls dot_f16_f32 per row:
   // the same products and sums as vec_dot_f16, so the same bits, for finite rows,
   // subnormals, and rows holding inf or NaN (either side).
@@ -309,7 +311,8 @@ TEST_CASE("SIMD128 dot_f16_f32 equals the F16 dot bit for bit, its activation wi
       std::vector<float> a32(static_cast<size_t>(n));
       ref_kernels().of(GgmlType::F16).dequantize_row(a.data(), a32.data(), n);
       const float expected = simd().of(GgmlType::F16).vec_dot(n, w.data(), a.data());
-      const float got = simd128_float_ops()->dot_f16_f32(n, reinterpret_cast<const uint16_t*>(w.data()), a32.data());
+      const float got = simd128_float_ops()->dot_f16_f32(
+          n, reinterpret_cast<const uint16_t*>(w.data()), a32.data());
       INFO("vec_dot_f16 " << expected << ", dot_f16_f32 " << got);
       if (std::isnan(expected)) {
         CHECK(std::isnan(got));
@@ -495,7 +498,8 @@ TEST_CASE("SIMD128 x8 products match ref's vec_dot on random and adversarial row
   test::check_x8_table(simd());
 }
 
-TEST_CASE("SIMD128 x8: Q4_0 nibble 0 (-8) against -127 in every element, with the block sum", "[simd128]") {
+TEST_CASE("SIMD128 x8: Q4_0 nibble 0 (-8) against -127 in every element, with the block sum",
+          "[simd128]") {
   // The offset -8 goes through the activation's block sum: check it on a hand-computed case.
   const int64_t n = 64;
   std::vector<uint8_t> rows(kX8Rows * row_bytes(GgmlType::Q4_0, n), 0);

@@ -20,8 +20,8 @@
 #include "kernels/ref/blocks.h"
 #include "kernels/x86/x86.h"
 #include "tests/kernels/isa_test_util.h"
-#include "tests/kernels/x8_test_util.h"
 #include "tests/kernels/test_util.h"
+#include "tests/kernels/x8_test_util.h"
 
 namespace runnel {
 namespace {
@@ -245,10 +245,9 @@ void check_gemm(const KernelTable& avx2, GgmlType wt, const std::vector<std::vec
   }
 }
 
-const GgmlType kGemmWeightTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
-                                     GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K,
-                                     GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
-                                     GgmlType::Q6_K};
+const GgmlType kGemmWeightTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                                     GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
+                                     GgmlType::Q5_K, GgmlType::Q6_K};
 
 // The AVX2 table and, on CPUs with AVX-512 VNNI, the AVX-512 one (its own gemm kernels
 // over the same packed groups).
@@ -368,7 +367,7 @@ TEST_CASE("Hand-checked gemm tiles: Q5 weights at their largest quants against +
   for (const KernelTable* t : gemm_tables()) {
     INFO("kernel set " << t->isa);
     auto run = [t](GgmlType wt, const void* w, size_t w_size, const void* a, size_t a_size,
-                   int64_t n, float (&out)[2][2]) {
+                   int64_t n, float(&out)[2][2]) {
       const TypeKernels& ak = t->of(t->of(wt).vec_dot_type);
       std::vector<uint8_t> packed(ak.gemm_pack_bytes(n));
       ak.gemm_pack(n, a, a_size, 2, packed.data());
@@ -432,8 +431,7 @@ TEST_CASE("Hand-checked gemm tiles: Q5 weights at their largest quants against +
   }
 }
 
-TEST_CASE("Hand-checked gemm tiles: Q2_K and Q3_K at their extreme quants and scales",
-          "[avx2]") {
+TEST_CASE("Hand-checked gemm tiles: Q2_K and Q3_K at their extreme quants and scales", "[avx2]") {
   // Row 0 all 0xFF bytes, row 1 all 0x00, d = dmin = 1, against all-127 and all-(-127)
   // tokens (d = 1). Every sum is an integer below 2^24, so the outputs are exact.
   for (const KernelTable* t : gemm_tables()) {
@@ -448,7 +446,7 @@ TEST_CASE("Hand-checked gemm tiles: Q2_K and Q3_K at their extreme quants and sc
     const TypeKernels& ak = t->of(GgmlType::Q8_K);
     std::vector<uint8_t> packed(ak.gemm_pack_bytes(256));
     ak.gemm_pack(256, a, sizeof a[0], 2, packed.data());
-    auto check = [&](GgmlType wt, const void* w, size_t w_size, const float (&expect)[2]) {
+    auto check = [&](GgmlType wt, const void* w, size_t w_size, const float(&expect)[2]) {
       INFO("type " << traits(wt).name);
       float out[2][2];
       t->of(wt).gemm(256, w, w_size, 2, packed.data(), 2, &out[0][0], 2);
@@ -480,7 +478,8 @@ TEST_CASE("Hand-checked gemm tiles: Q2_K and Q3_K at their extreme quants and sc
 
 // ---------------------------------------------------------------- row-interleaved (x8) products
 
-TEST_CASE("AVX2 and AVX-512 x8 products match ref's vec_dot on random and adversarial rows", "[avx2]") {
+TEST_CASE("AVX2 and AVX-512 x8 products match ref's vec_dot on random and adversarial rows",
+          "[avx2]") {
   for (const KernelTable* t : gemm_tables()) test::check_x8_table(*t);
 }
 
@@ -506,7 +505,8 @@ TEST_CASE("The AVX2 table is the ref table with the AVX2 entries swapped in", "[
   CHECK(avx2_float_ops()->isa == "avx2");
 }
 
-TEST_CASE("The AVX-512 table is the AVX2 table with the VNNI gemm and dot entries swapped in", "[avx2]") {
+TEST_CASE("The AVX-512 table is the AVX2 table with the VNNI gemm and dot entries swapped in",
+          "[avx2]") {
   const KernelTable* avx512 = avx512_kernels();
   if (avx512 == nullptr) {
     WARN("CPU lacks AVX-512 F/BW/VL/DQ/VNNI: AVX-512 table test skipped");
