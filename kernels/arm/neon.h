@@ -12,6 +12,31 @@
 
 #include "kernels/ref/ops.h"
 
+// The 10 batched products (kernels.h TypeKernels::gemm), declared in runnel::neon
+// (baseline) and runnel::neon::dotprod over the same packed groups. Activations: Q8_0 for
+// Q4_0 / Q5_0 / Q8_0, Q8_1 for Q4_1 / Q5_1, Q8_K for Q2_K .. Q6_K.
+#define RUNNEL_NEON_GEMM_DECLS                                                                  \
+  void gemm_q4_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
+                 float* out, size_t out_stride);                                                \
+  void gemm_q4_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
+                 float* out, size_t out_stride);                                                \
+  void gemm_q5_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
+                 float* out, size_t out_stride);                                                \
+  void gemm_q5_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
+                 float* out, size_t out_stride);                                                \
+  void gemm_q8_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
+                 float* out, size_t out_stride);                                                \
+  void gemm_q2_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
+                 float* out, size_t out_stride);                                                \
+  void gemm_q3_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
+                 float* out, size_t out_stride);                                                \
+  void gemm_q4_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
+                 float* out, size_t out_stride);                                                \
+  void gemm_q5_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
+                 float* out, size_t out_stride);                                                \
+  void gemm_q6_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
+                 float* out, size_t out_stride);
+
 namespace runnel::neon {
 
 // ---- legacy 32-element blocks (neon_legacy.cpp). Activations from quantize_row_q8_0/1:
@@ -43,26 +68,7 @@ size_t gemm_pack_bytes_q8_k(int64_t n);
 void gemm_pack_q8_0(int64_t n, const void* a, size_t a_stride, int nc, void* packed);
 void gemm_pack_q8_1(int64_t n, const void* a, size_t a_stride, int nc, void* packed);
 void gemm_pack_q8_k(int64_t n, const void* a, size_t a_stride, int nc, void* packed);
-void gemm_q4_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
-               float* out, size_t out_stride);  // a: Q8_0
-void gemm_q4_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
-               float* out, size_t out_stride);  // a: Q8_1
-void gemm_q5_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
-               float* out, size_t out_stride);  // a: Q8_0
-void gemm_q5_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
-               float* out, size_t out_stride);  // a: Q8_1
-void gemm_q8_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
-               float* out, size_t out_stride);  // a: Q8_0
-void gemm_q2_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
-               float* out, size_t out_stride);  // a: Q8_K
-void gemm_q3_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
-               float* out, size_t out_stride);  // a: Q8_K
-void gemm_q4_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
-               float* out, size_t out_stride);  // a: Q8_K
-void gemm_q5_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
-               float* out, size_t out_stride);  // a: Q8_K
-void gemm_q6_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
-               float* out, size_t out_stride);  // a: Q8_K
+RUNNEL_NEON_GEMM_DECLS
 
 // ---- float rows (neon_float.cpp)
 float vec_dot_f32(int64_t n, const void* w, const void* a);   // a: F32
@@ -102,25 +108,8 @@ float vec_dot_q6_k(int64_t n, const void* w, const void* a);  // a: Q8_K
 
 // The batched products of runnel::neon with vdotq_laneq_s32 (neon_dotprod_gemm.cpp), over
 // the same packed groups (runnel::neon::gemm_pack_*); same contracts.
-void gemm_q4_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
-               float* out, size_t out_stride);  // a: Q8_0
-void gemm_q4_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
-               float* out, size_t out_stride);  // a: Q8_1
-void gemm_q5_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
-               float* out, size_t out_stride);  // a: Q8_0
-void gemm_q5_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
-               float* out, size_t out_stride);  // a: Q8_1
-void gemm_q8_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
-               float* out, size_t out_stride);  // a: Q8_0
-void gemm_q2_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
-               float* out, size_t out_stride);  // a: Q8_K
-void gemm_q3_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
-               float* out, size_t out_stride);  // a: Q8_K
-void gemm_q4_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
-               float* out, size_t out_stride);  // a: Q8_K
-void gemm_q5_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
-               float* out, size_t out_stride);  // a: Q8_K
-void gemm_q6_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
-               float* out, size_t out_stride);  // a: Q8_K
+RUNNEL_NEON_GEMM_DECLS
 
 }  // namespace runnel::neon::dotprod
+
+#undef RUNNEL_NEON_GEMM_DECLS

@@ -436,3 +436,47 @@ struct GemmSet {
 
 }  // namespace
 }  // namespace runnel::neon
+
+// The 10 `gemm` entries of a file over its GemmSet `Set` (neon_gemm.cpp: baseline,
+// neon_dotprod_gemm.cpp: vdotq_laneq_s32), in the namespace the macro stands in.
+#define RUNNEL_NEON_DEFINE_GEMM(Set)                                                            \
+  void gemm_q4_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
+                 float* out, size_t out_stride) {                                               \
+    Set::legacy<Q4_0W>(n, w, w_stride, nr, packed, nc, out, out_stride);                        \
+  }                                                                                             \
+  void gemm_q4_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
+                 float* out, size_t out_stride) {                                               \
+    Set::legacy<Q4_1W>(n, w, w_stride, nr, packed, nc, out, out_stride);                        \
+  }                                                                                             \
+  void gemm_q5_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
+                 float* out, size_t out_stride) {                                               \
+    Set::legacy<Q5_0W>(n, w, w_stride, nr, packed, nc, out, out_stride);                        \
+  }                                                                                             \
+  void gemm_q5_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
+                 float* out, size_t out_stride) {                                               \
+    Set::legacy<Q5_1W>(n, w, w_stride, nr, packed, nc, out, out_stride);                        \
+  }                                                                                             \
+  void gemm_q8_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
+                 float* out, size_t out_stride) {                                               \
+    Set::legacy<Q8_0W>(n, w, w_stride, nr, packed, nc, out, out_stride);                        \
+  }                                                                                             \
+  void gemm_q2_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
+                 float* out, size_t out_stride) {                                               \
+    Set::kquant<Q2_KW>(n, w, w_stride, nr, packed, nc, out, out_stride);                        \
+  }                                                                                             \
+  void gemm_q3_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
+                 float* out, size_t out_stride) {                                               \
+    Set::kquant<Q3_KW>(n, w, w_stride, nr, packed, nc, out, out_stride);                        \
+  }                                                                                             \
+  void gemm_q4_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
+                 float* out, size_t out_stride) {                                               \
+    Set::kquant<Q4_KW>(n, w, w_stride, nr, packed, nc, out, out_stride);                        \
+  }                                                                                             \
+  void gemm_q5_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
+                 float* out, size_t out_stride) {                                               \
+    Set::kquant<Q5_KW>(n, w, w_stride, nr, packed, nc, out, out_stride);                        \
+  }                                                                                             \
+  void gemm_q6_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
+                 float* out, size_t out_stride) {                                               \
+    Set::kquant<Q6_KW>(n, w, w_stride, nr, packed, nc, out, out_stride);                        \
+  }
