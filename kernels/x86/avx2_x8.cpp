@@ -20,6 +20,105 @@ struct MaddubsDot {
 };
 
 }  // namespace
+}  // namespace runnel::avx2
+
+namespace runnel::x8 {
+namespace {
+
+inline __m256i bcast8(const void* p) {
+  int64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return _mm256_set1_epi64x(v);
+}
+
+inline __m128i load_128(const void* p) {
+  return _mm_loadu_si128(static_cast<const __m128i*>(p));
+}
+
+// Q4_K x Q8_K on 256 bits: BlockQ4_Kx8's 64-byte rows of 8 as two halves of 4 rows (row r
+// in int32 lanes 2r, 2r + 1 of its half), one half at a time so that a token's sums stay
+// in registers. Per sub-block 4 maddubs steps add up in int16 (<= 4 * 2 * 15 * 127) and one
+// madd widens them (<= 30480 per lane); the rest follows the 512-bit version (avx512_x8.cpp)
+// with madd + add for vpdpwssd.
+template <class Dot, int NC>
+void gemm_q4_k(int64_t n, const void* group, const void* a, size_t a_stride,
+               const int32_t* /*a_sums*/, float* out, size_t out_stride) {
+  const auto* g = static_cast<const BlockQ4_Kx8*>(group);
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i dup_rows[2] = {_mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3),
+                               _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7)};
+  __m256 acc[NC][2];
+  for (int c = 0; c < NC; ++c) acc[c][0] = acc[c][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const BlockQ4_Kx8& blk = g[b];
+    const ref::BlockQ8_K* ab[NC];
+    __m256i neg_b[NC][2];  // -B_s as int16, broadcast: s = 0 .. 3, s = 4 .. 7
+    for (int c = 0; c < NC; ++c) {
+      ab[c] = &token_blocks<ref::BlockQ8_K>(a, a_stride, c)[b];
+      const __m256i b32 = _mm256_madd_epi16(load_256(ab[c]->bsums), _mm256_set1_epi16(-1));
+      const __m128i bw =
+          _mm_packs_epi32(_mm256_castsi256_si128(b32), _mm256_extracti128_si256(b32, 1));
+      neg_b[c][0] = _mm256_broadcastq_epi64(bw);
+      neg_b[c][1] = _mm256_broadcastq_epi64(_mm_unpackhi_epi64(bw, bw));
+    }
+    for (int half = 0; half < 2; ++half) {  // rows 4 half .. 4 half + 3
+      const int r0 = 4 * half;
+      const __m256i mins0 = _mm256_cvtepu8_epi16(load_128(blk.m[0][r0]));
+      const __m256i mins1 = _mm256_cvtepu8_epi16(load_128(blk.m[1][r0]));
+      __m256i isum[NC];
+      __m256i msum[NC];
+      for (int c = 0; c < NC; ++c) {
+        msum[c] = _mm256_add_epi32(_mm256_madd_epi16(mins0, neg_b[c][0]),
+                                   _mm256_madd_epi16(mins1, neg_b[c][1]));
+        isum[c] = _mm256_setzero_si256();
+      }
+      for (int ch = 0; ch < 4; ++ch) {  // 64 elements: sub-blocks 2ch (low nibbles), 2ch + 1 (high)
+        const __m256i sc =
+            _mm256_permutevar8x32_epi32(_mm256_cvtepu8_epi16(load_128(blk.sc[ch])), dup_rows[half]);
+        __m256i w_lo[4];
+        __m256i w_hi[4];
+        for (int k = 0; k < 4; ++k) {
+          const __m256i packed = load_256(blk.qs[ch][k][r0]);
+          w_lo[k] = _mm256_and_si256(packed, low4);
+          w_hi[k] = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
+        }
+        for (int c = 0; c < NC; ++c) {
+          const int8_t* aq = ab[c]->qs + 64 * ch;
+          __m256i lo = _mm256_maddubs_epi16(w_lo[0], bcast8(aq));
+          __m256i hi = _mm256_maddubs_epi16(w_hi[0], bcast8(aq + 32));
+          for (int k = 1; k < 4; ++k) {
+            lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(w_lo[k], bcast8(aq + 8 * k)));
+            hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(w_hi[k], bcast8(aq + 32 + 8 * k)));
+          }
+          const __m256i pair =
+              _mm256_blend_epi16(_mm256_madd_epi16(lo, ones),
+                                 _mm256_slli_epi32(_mm256_madd_epi16(hi, ones), 16), 0xAA);
+          isum[c] = _mm256_add_epi32(isum[c], _mm256_madd_epi16(pair, sc));
+        }
+      }
+      const __m256 dm = _mm256_cvtph_ps(load_128(blk.dm[r0]));
+      for (int c = 0; c < NC; ++c) {
+        const __m256i folded =
+            _mm256_blend_epi32(_mm256_add_epi32(isum[c], _mm256_srli_epi64(isum[c], 32)),
+                               _mm256_add_epi32(msum[c], _mm256_slli_epi64(msum[c], 32)), 0xAA);
+        acc[c][half] = _mm256_fmadd_ps(_mm256_mul_ps(dm, _mm256_set1_ps(ab[c]->d)),
+                                       _mm256_cvtepi32_ps(folded), acc[c][half]);
+      }
+    }
+  }
+  for (int c = 0; c < NC; ++c) {
+    // [r0 r1 r4 r5 | r2 r3 r6 r7] -> rows in order
+    const __m256 sums = _mm256_hadd_ps(acc[c][0], acc[c][1]);
+    _mm256_storeu_ps(out + static_cast<size_t>(c) * out_stride,
+                     _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(sums), 0xD8)));
+  }
+}
+
+}  // namespace
+}  // namespace runnel::x8
+
+namespace runnel::avx2 {
 
 RUNNEL_X8_DEFINE_PRODUCTS(MaddubsDot)
 

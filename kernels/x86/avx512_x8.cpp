@@ -1,6 +1,11 @@
 // AVX-512 VNNI instantiation of the x8 products (x8_gemm_impl.h): vpdpbusd steps (no
-// int16 limits, one instruction per 4 byte products).
+// int16 limits, one instruction per 4 byte products), and Q4_K's 512-bit product.
 #include "kernels/x86/x8.h"
+
+// g++ 12 warns inside its own 512-bit intrinsics that their _mm512_undefined_* placeholder
+// is read uninitialized (GCC PR 105593, fixed in 13); the values are never used.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "kernels/x86/x8_gemm_impl.h"
 
 namespace runnel::avx512 {
@@ -22,6 +27,98 @@ struct VnniDot {
 };
 
 }  // namespace
+}  // namespace runnel::avx512
+
+namespace runnel::x8 {
+namespace {
+
+inline __m512i bcast8(const void* p) {
+  int64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return _mm512_set1_epi64(v);
+}
+
+// Q4_K x Q8_K on 512 bits (BlockQ4_Kx8: row r in int32 lanes 2r, 2r + 1). Per sub-block,
+// 4 vpdpbusd steps of nibbles against broadcast 8-byte activation pieces leave at most
+// 16 * 15 * 127 = 30480 per lane, so the lanes of sub-blocks 2c and 2c + 1 merge into
+// int16 pairs and one vpdpwssd applies both scales (pair sums of a block < 2^25). The
+// mins: vpdpwssd of the widened min pairs against -(the Q8_K sums per 32), |B| <= 4064.
+// Per block a row's scale part folds into lane 2r and its min part into lane 2r + 1, so
+// the one vcvtph2ps of the (d, dmin) pairs scales both; the two lanes add up at the end.
+template <class Dot, int NC>
+void gemm_q4_k(int64_t n, const void* group, const void* a, size_t a_stride,
+               const int32_t* /*a_sums*/, float* out, size_t out_stride) {
+  const auto* g = static_cast<const BlockQ4_Kx8*>(group);
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  // lanes 2r, 2r + 1 <- int32 r (chunks 0, 2 of a scale pair) or 8 + r (chunks 1, 3)
+  const __m512i dup_rows[2] = {
+      _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0),
+      _mm512_set_epi32(15, 15, 14, 14, 13, 13, 12, 12, 11, 11, 10, 10, 9, 9, 8, 8)};
+  __m512 acc[NC];
+  for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const BlockQ4_Kx8& blk = g[b];
+    const ref::BlockQ8_K* ab[NC];
+    __m512i isum[NC];
+    __m512i msum[NC];
+    const __m512i mins0 = _mm512_cvtepu8_epi16(load_256(blk.m[0]));
+    const __m512i mins1 = _mm512_cvtepu8_epi16(load_256(blk.m[1]));
+    for (int c = 0; c < NC; ++c) {
+      ab[c] = &token_blocks<ref::BlockQ8_K>(a, a_stride, c)[b];
+      // -B_s (s < 8) as int16: the negated sums of sub-blocks of 32
+      const __m256i b32 = _mm256_madd_epi16(load_256(ab[c]->bsums), _mm256_set1_epi16(-1));
+      const __m128i bw =
+          _mm_packs_epi32(_mm256_castsi256_si128(b32), _mm256_extracti128_si256(b32, 1));
+      msum[c] = _mm512_dpwssd_epi32(_mm512_setzero_si512(), mins0, _mm512_broadcastq_epi64(bw));
+      msum[c] =
+          _mm512_dpwssd_epi32(msum[c], mins1, _mm512_broadcastq_epi64(_mm_unpackhi_epi64(bw, bw)));
+      isum[c] = _mm512_setzero_si512();
+    }
+    const __m512i scales[2] = {_mm512_cvtepu8_epi16(load_256(blk.sc[0])),
+                               _mm512_cvtepu8_epi16(load_256(blk.sc[2]))};
+    for (int ch = 0; ch < 4; ++ch) {  // 64 elements: sub-blocks 2ch (low nibbles), 2ch + 1 (high)
+      const __m512i sc = _mm512_permutexvar_epi32(dup_rows[ch % 2], scales[ch / 2]);
+      __m512i w_lo[4];
+      __m512i w_hi[4];
+      for (int k = 0; k < 4; ++k) {
+        const __m512i packed = _mm512_loadu_si512(blk.qs[ch][k]);
+        w_lo[k] = _mm512_and_si512(packed, low4);
+        w_hi[k] = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low4);
+      }
+      for (int c = 0; c < NC; ++c) {
+        const int8_t* aq = ab[c]->qs + 64 * ch;
+        __m512i lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w_lo[0], bcast8(aq));
+        __m512i hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w_hi[0], bcast8(aq + 32));
+        for (int k = 1; k < 4; ++k) {
+          lo = _mm512_dpbusd_epi32(lo, w_lo[k], bcast8(aq + 8 * k));
+          hi = _mm512_dpbusd_epi32(hi, w_hi[k], bcast8(aq + 32 + 8 * k));
+        }
+        const __m512i pair = _mm512_mask_blend_epi16(0xAAAAAAAA, lo, _mm512_slli_epi32(hi, 16));
+        isum[c] = _mm512_dpwssd_epi32(isum[c], pair, sc);
+      }
+    }
+    const __m512 dm = _mm512_cvtph_ps(load_256(blk.dm));
+    for (int c = 0; c < NC; ++c) {
+      const __m512i folded =
+          _mm512_mask_blend_epi32(0xAAAA, _mm512_add_epi32(isum[c], _mm512_srli_epi64(isum[c], 32)),
+                                  _mm512_add_epi32(msum[c], _mm512_slli_epi64(msum[c], 32)));
+      acc[c] = _mm512_fmadd_ps(_mm512_mul_ps(dm, _mm512_set1_ps(ab[c]->d)),
+                               _mm512_cvtepi32_ps(folded), acc[c]);
+    }
+  }
+  const __m512i evens = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i odds = _mm512_add_epi32(evens, _mm512_set1_epi32(1));
+  for (int c = 0; c < NC; ++c) {
+    const __m512 rows =
+        _mm512_add_ps(_mm512_permutexvar_ps(evens, acc[c]), _mm512_permutexvar_ps(odds, acc[c]));
+    _mm256_storeu_ps(out + static_cast<size_t>(c) * out_stride, _mm512_castps512_ps256(rows));
+  }
+}
+
+}  // namespace
+}  // namespace runnel::x8
+
+namespace runnel::avx512 {
 
 RUNNEL_X8_DEFINE_PRODUCTS(VnniDot)
 

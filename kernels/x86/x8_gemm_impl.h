@@ -42,7 +42,8 @@ inline float f16_to_f32(uint16_t h) {
 // more than on bandwidth, and the hardware prefetcher alone leaves the core idle on a
 // group's interleaved streams. Into L2, not L1: an L1 prefetch holds a fill buffer the
 // loads need (measured on the 1B-shaped models, 1 thread: L2 at 4 blocks ~25% faster
-// than L1 at 4, ~20% faster than no prefetch; L1 at 2 and L2 at 8 in between).
+// than L1 at 4, ~20% faster than no prefetch; L1 at 2 and L2 at 8 in between). Q4_K's
+// product reads its groups front to back and streams faster without it (avx512_x8.cpp).
 constexpr int kAhead = 4;
 template <typename Block>
 inline void prefetch_ahead(const Block* blocks, int64_t b) {
@@ -228,67 +229,6 @@ void gemm_q6_k(int64_t n, const void* group, const void* a, size_t a_stride, con
   for (int c = 0; c < NC; ++c) _mm256_storeu_ps(out + static_cast<size_t>(c) * out_stride, acc[c]);
 }
 
-// Q4_K x Q8_K: per 32-element sub-block, Dot::sum8_small of the unsigned nibbles (exact,
-// <= 32 * 15 * 128) times the sub-block's scale per row lane (mullo; the block's int32
-// sum stays below 8 * 63 * 61440); the mins come back as dmin * sum_s m_s * (the Q8_K
-// bsums of the sub-block), two sub-blocks per madd (bsum pairs <= 32 * 128 fit int16).
-template <class Dot, int NC>
-void gemm_q4_k(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/,
-               float* out, size_t out_stride) {
-  const auto* g = static_cast<const BlockQ4_Kx8*>(group);
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
-  const auto bytes8 = [](const uint8_t* p) {  // 8 unsigned bytes, one per row lane
-    return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-  };
-  __m256 acc[NC];
-  for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQK_K; ++b) {
-    prefetch_ahead(g, b);
-    const ref::BlockQ8_K* ab[NC];
-    __m256i isum[NC];
-    __m256i msum[NC];
-    for (int c = 0; c < NC; ++c) {
-      ab[c] = &token_blocks<ref::BlockQ8_K>(a, a_stride, c)[b];
-      isum[c] = _mm256_setzero_si256();
-      msum[c] = _mm256_setzero_si256();
-    }
-    for (int p = 0; p < 4; ++p) {  // sub-blocks 2p, 2p + 1: (m, m') int16 pairs per row lane
-      const __m256i mins = _mm256_or_si256(bytes8(g[b].m[2 * p]), _mm256_slli_epi32(bytes8(g[b].m[2 * p + 1]), 16));
-      for (int c = 0; c < NC; ++c) {
-        const int16_t* bs = ab[c]->bsums + 4 * p;
-        const int32_t s0 = bs[0] + bs[1];
-        const int32_t s1 = bs[2] + bs[3];
-        const int32_t pair = static_cast<int32_t>(static_cast<uint16_t>(s0)) | static_cast<int32_t>(static_cast<uint32_t>(s1) << 16);
-        msum[c] = _mm256_add_epi32(msum[c], _mm256_madd_epi16(mins, _mm256_set1_epi32(pair)));
-      }
-    }
-    for (int ch = 0; ch < 4; ++ch) {  // 64 elements: sub-blocks 2ch (low nibbles), 2ch + 1 (high)
-      __m256i w_lo[8];
-      __m256i w_hi[8];
-      for (int k = 0; k < 8; ++k) {
-        const __m256i packed = load_256(g[b].qs[ch][k]);
-        w_lo[k] = _mm256_and_si256(packed, low4);
-        w_hi[k] = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
-      }
-      const __m256i sc_lo = bytes8(g[b].sc[2 * ch]);
-      const __m256i sc_hi = bytes8(g[b].sc[2 * ch + 1]);
-      for (int c = 0; c < NC; ++c) {
-        const int8_t* aq = ab[c]->qs + 64 * ch;
-        isum[c] = _mm256_add_epi32(isum[c], _mm256_mullo_epi32(Dot::sum8_small(w_lo, aq), sc_lo));
-        isum[c] = _mm256_add_epi32(isum[c], _mm256_mullo_epi32(Dot::sum8_small(w_hi, aq + 32), sc_hi));
-      }
-    }
-    const __m256 dw = f16x8(g[b].d);
-    const __m256 dm = f16x8(g[b].dmin);
-    for (int c = 0; c < NC; ++c) {
-      const __m256 ad = _mm256_set1_ps(ab[c]->d);
-      acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, ad), _mm256_cvtepi32_ps(isum[c]), acc[c]);
-      acc[c] = _mm256_fnmadd_ps(_mm256_mul_ps(dm, ad), _mm256_cvtepi32_ps(msum[c]), acc[c]);
-    }
-  }
-  for (int c = 0; c < NC; ++c) _mm256_storeu_ps(out + static_cast<size_t>(c) * out_stride, acc[c]);
-}
-
 using GemmFn = void (*)(int64_t, const void*, const void*, size_t, const int32_t*, float*, size_t);
 
 }  // namespace
@@ -296,7 +236,9 @@ using GemmFn = void (*)(int64_t, const void*, const void*, size_t, const int32_t
 
 // Defines the gemm_x8 entries x8.h declares, in the namespace of the ISA file that
 // expands it, over that file's integer step `Dot`: one instantiation per token count,
-// so the accumulators stay in registers.
+// so the accumulators stay in registers. Q4_K's product is written per ISA (its layout
+// pairs two int32 lanes per row, and the 256- and 512-bit versions differ in more than the
+// step): each ISA file defines x8::gemm_q4_k<Dot, NC> before expanding this.
 #define RUNNEL_X8_DEFINE_PRODUCT(type, Dot)                                                                 \
   void gemm_x8_##type(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, \
                       int nc, float* out, size_t out_stride) {                                              \

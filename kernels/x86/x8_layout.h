@@ -49,17 +49,21 @@ struct BlockQ6_Kx8 {
 };
 static_assert(sizeof(BlockQ6_Kx8) == 8 * 210);
 
-// Q4_K: qs[c][k][r] = row r's qs bytes 32c + 4k .. + 3: low nibbles are elements
-// 64c + 4k .. + 3, high nibbles elements 64c + 32 + 4k .. + 3. The 6-bit scales and mins
-// of the 8 sub-blocks of 32 are stored unpacked, sc[s][r] and m[s][r], one byte each
-// (so that one 8-byte load gives a sub-block's scale for all 8 rows): this group is 32
-// bytes larger than the 8 rows it holds (TypeKernels::x8_block_bytes).
+// Q4_K, 8 bytes of a row at a time: qs[c][k][r] = row r's qs bytes 32c + 8k .. + 7 (low
+// nibbles: elements 64c + 8k .. + 7 of sub-block 2c; high nibbles: 32 elements on, sub-block
+// 2c + 1). A 512-bit load (or two 256-bit ones) gives row r in int32 lanes 2r and 2r + 1, and
+// one 8-byte activation broadcast feeds every lane. Everything else is stored as the
+// kernels consume it, so that a block costs no unpacking beyond its nibbles:
+// dm[r] = (d, dmin) of row r, one f16 pair per int32 lane (one vcvtph2ps gives lanes 2r, 2r + 1);
+// sc[c][r] = the 6-bit scales of sub-blocks 2c and 2c + 1 of row r (an int16 pair once widened);
+// m[q][r][h] = the 6-bit mins of sub-blocks 4q + 2h and 4q + 2h + 1 of row r (widened to
+// int16: the pair of lane 2r + h). The group is 32 bytes larger than its 8 rows
+// (TypeKernels::x8_block_bytes): the scales and mins take a byte each.
 struct BlockQ4_Kx8 {
-  uint16_t d[kRows];
-  uint16_t dmin[kRows];
-  uint8_t sc[8][kRows];
-  uint8_t m[8][kRows];
-  uint8_t qs[4][8][kRows][4];
+  uint16_t dm[kRows][2];
+  uint8_t sc[4][kRows][2];
+  uint8_t m[2][kRows][2][2];
+  uint8_t qs[4][4][kRows][8];
 };
 static_assert(sizeof(BlockQ4_Kx8) == 8 * 144 + 32);
 

@@ -75,11 +75,14 @@ void repack_q4_k(int64_t n, const void* rows, size_t row_stride, void* group) {
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     for (int r = 0; r < kRows; ++r) {
       const auto& blk = row_block<ref::BlockQ4_K>(rows, row_stride, r, b);
-      g[b].d[r] = blk.d;
-      g[b].dmin[r] = blk.dmin;
-      for (int s = 0; s < 8; ++s) ref::unpack_scale_min_k4(s, blk.scales, &g[b].sc[s][r], &g[b].m[s][r]);
+      g[b].dm[r][0] = blk.d;
+      g[b].dm[r][1] = blk.dmin;
+      for (int s = 0; s < 8; ++s) {
+        ref::unpack_scale_min_k4(s, blk.scales, &g[b].sc[s / 2][r][s % 2],
+                                 &g[b].m[s / 4][r][s / 2 % 2][s % 2]);
+      }
       for (int c = 0; c < 4; ++c) {
-        for (int k = 0; k < 8; ++k) std::memcpy(g[b].qs[c][k][r], blk.qs + 32 * c + 4 * k, 4);
+        for (int k = 0; k < 4; ++k) std::memcpy(g[b].qs[c][k][r], blk.qs + 32 * c + 8 * k, 8);
       }
     }
   }
@@ -119,17 +122,17 @@ void unpack_row_q4_k(int64_t n, const void* group, int r, void* row) {
   const auto* g = static_cast<const BlockQ4_Kx8*>(group);
   auto* out = static_cast<ref::BlockQ4_K*>(row);
   for (int64_t b = 0; b < n / kQK_K; ++b) {
-    out[b].d = g[b].d[r];
-    out[b].dmin = g[b].dmin[r];
+    out[b].d = g[b].dm[r][0];
+    out[b].dmin = g[b].dm[r][1];
     uint8_t sc[8];
     uint8_t m[8];
     for (int s = 0; s < 8; ++s) {
-      sc[s] = g[b].sc[s][r];
-      m[s] = g[b].m[s][r];
+      sc[s] = g[b].sc[s / 2][r][s % 2];
+      m[s] = g[b].m[s / 4][r][s / 2 % 2][s % 2];
     }
     ref::pack_scale_min_k4(sc, m, out[b].scales);
     for (int c = 0; c < 4; ++c) {
-      for (int k = 0; k < 8; ++k) std::memcpy(out[b].qs + 32 * c + 4 * k, g[b].qs[c][k][r], 4);
+      for (int k = 0; k < 4; ++k) std::memcpy(out[b].qs + 32 * c + 8 * k, g[b].qs[c][k][r], 8);
     }
   }
 }
