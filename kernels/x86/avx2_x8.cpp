@@ -115,6 +115,99 @@ void gemm_q4_k(int64_t n, const void* group, const void* a, size_t a_stride,
   }
 }
 
+// Quarter i (elements 32i + 8k .. + 7 of half h) of rows r0 .. r0 + 3 of BlockQ6_Kx8 as
+// q + 32 in [0, 63].
+inline __m256i q6_quarter(const BlockQ6_Kx8& blk, int h, int k, int i, int r0) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i bits45 = _mm256_set1_epi8(0x30);
+  const __m256i ql = load_256(blk.ql[h][i % 2][k][r0]);
+  const __m256i qh = load_256(blk.qh[h][k][r0]);
+  const __m256i low = _mm256_and_si256(i < 2 ? ql : _mm256_srli_epi16(ql, 4), low4);
+  const __m256i high = i == 0   ? _mm256_slli_epi16(qh, 4)
+                       : i == 1 ? _mm256_slli_epi16(qh, 2)
+                       : i == 2 ? qh
+                                : _mm256_srli_epi16(qh, 2);
+  return _mm256_or_si256(low, _mm256_and_si256(high, bits45));
+}
+
+// Q6_K x Q8_K on 256 bits: BlockQ6_Kx8 as two halves of 4 rows, like gemm_q4_k above. The
+// 2 maddubs steps of a 16-element group add up in int16 (<= 4 * 63 * 127) and one madd
+// against the group's scale in both int16 halves of a lane widens and scales them; the
+// rest follows the 512-bit version (avx512_x8.cpp).
+template <class Dot, int NC>
+void gemm_q6_k(int64_t n, const void* group, const void* a, size_t a_stride,
+               const int32_t* /*a_sums*/, float* out, size_t out_stride) {
+  const auto* g = static_cast<const BlockQ6_Kx8*>(group);
+  const __m256i dup_group[2] = {_mm256_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6),
+                                _mm256_setr_epi32(1, 1, 3, 3, 5, 5, 7, 7)};
+  __m256 acc[NC][2];
+  for (int c = 0; c < NC; ++c) acc[c][0] = acc[c][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    prefetch_ahead(g, b);
+    const BlockQ6_Kx8& blk = g[b];
+    const ref::BlockQ8_K* ab[NC];
+    __m256i bsum[NC];  // per row: sum over groups of scale * bsums
+    for (int c = 0; c < NC; ++c) {
+      ab[c] = &token_blocks<ref::BlockQ8_K>(a, a_stride, c)[b];
+      bsum[c] = _mm256_setzero_si256();
+    }
+    for (int p = 0; p < kQK_K / 32; ++p) {
+      const __m256i sc_pairs = _mm256_cvtepi8_epi16(load_128(blk.scales[p]));
+      for (int c = 0; c < NC; ++c) {
+        int32_t bs;
+        std::memcpy(&bs, ab[c]->bsums + 2 * p, sizeof bs);
+        bsum[c] = _mm256_add_epi32(bsum[c], _mm256_madd_epi16(sc_pairs, _mm256_set1_epi32(bs)));
+      }
+    }
+    for (int half = 0; half < 2; ++half) {  // rows 4 half .. 4 half + 3
+      const int r0 = 4 * half;
+      __m256i isum[NC];
+      for (int c = 0; c < NC; ++c) isum[c] = _mm256_setzero_si256();
+      for (int h = 0; h < 2; ++h) {
+        __m256i sc[4][2];  // quarter i: groups 8h + 2i, 8h + 2i + 1, in both int16 halves of a lane
+        for (int i = 0; i < 4; ++i) {
+          const __m256i pair = _mm256_cvtepi8_epi32(
+              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk.scales[4 * h + i][r0])));
+          for (int j = 0; j < 2; ++j) {
+            const __m256i s32 = _mm256_permutevar8x32_epi32(pair, dup_group[j]);
+            sc[i][j] = _mm256_blend_epi16(s32, _mm256_slli_epi32(s32, 16), 0xAA);
+          }
+        }
+        for (int kk = 0; kk < 2; ++kk) {  // elements 16kk .. 16kk + 15 of each quarter
+          for (int i = 0; i < 4; ++i) {   // one quarter at a time, as in the 512-bit version
+            const __m256i v0 = q6_quarter(blk, h, 2 * kk, i, r0);
+            const __m256i v1 = q6_quarter(blk, h, 2 * kk + 1, i, r0);
+            for (int c = 0; c < NC; ++c) {
+              const int8_t* aq = ab[c]->qs + 128 * h + 32 * i + 16 * kk;
+              const __m256i part = _mm256_add_epi16(_mm256_maddubs_epi16(v0, bcast8(aq)),
+                                                    _mm256_maddubs_epi16(v1, bcast8(aq + 8)));
+              isum[c] = _mm256_add_epi32(isum[c], _mm256_madd_epi16(part, sc[i][kk]));
+            }
+          }
+        }
+      }
+      // lane 2r': d of row r0 + r', lane 2r' + 1: 0 (an f16 zero)
+      const __m256 dw = _mm256_cvtph_ps(
+          _mm_cvtepu16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk.d + r0))));
+      for (int c = 0; c < NC; ++c) {
+        const __m128i rows_bsum =
+            half ? _mm256_extracti128_si256(bsum[c], 1) : _mm256_castsi256_si128(bsum[c]);
+        const __m256i folded =
+            _mm256_sub_epi32(_mm256_add_epi32(isum[c], _mm256_srli_epi64(isum[c], 32)),
+                             _mm256_slli_epi32(_mm256_cvtepi32_epi64(rows_bsum), 5));
+        acc[c][half] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(ab[c]->d)),
+                                       _mm256_cvtepi32_ps(folded), acc[c][half]);
+      }
+    }
+  }
+  for (int c = 0; c < NC; ++c) {
+    // the odd lanes are 0: [r0 r1 r4 r5 | r2 r3 r6 r7] -> rows in order
+    const __m256 sums = _mm256_hadd_ps(acc[c][0], acc[c][1]);
+    _mm256_storeu_ps(out + static_cast<size_t>(c) * out_stride,
+                     _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(sums), 0xD8)));
+  }
+}
+
 }  // namespace
 }  // namespace runnel::x8
 

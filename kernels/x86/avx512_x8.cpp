@@ -115,6 +115,96 @@ void gemm_q4_k(int64_t n, const void* group, const void* a, size_t a_stride,
   }
 }
 
+// Quarter i (elements 32i + 8k .. + 7 of half h) of BlockQ6_Kx8 as q + 32 in [0, 63].
+inline __m512i q6_quarter(const BlockQ6_Kx8& blk, int h, int k, int i) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m512i bits45 = _mm512_set1_epi8(0x30);
+  const __m512i ql = _mm512_loadu_si512(blk.ql[h][i % 2][k]);
+  const __m512i qh = _mm512_loadu_si512(blk.qh[h][k]);
+  const __m512i low = _mm512_and_si512(i < 2 ? ql : _mm512_srli_epi16(ql, 4), low4);
+  const __m512i high = i == 0   ? _mm512_slli_epi16(qh, 4)
+                       : i == 1 ? _mm512_slli_epi16(qh, 2)
+                       : i == 2 ? qh
+                                : _mm512_srli_epi16(qh, 2);
+  return _mm512_or_si512(low, _mm512_and_si512(high, bits45));
+}
+
+// Q6_K x Q8_K on 512 bits (BlockQ6_Kx8: row r in int32 lanes 2r, 2r + 1): quants as q + 32
+// in [0, 63] from one ql and one qh load per 4 quarters. The 2 vpdpbusd steps of a
+// 16-element group (<= 8 * 63 * 127 per lane) take the group's signed scale by vpmulld;
+// the -32 comes back through the Q8_K bsums, two groups per vpmaddwd on 8 row lanes. A
+// row's lanes fold into lane 2r per block, where the zero-extended f16 d lands.
+template <class Dot, int NC>
+void gemm_q6_k(int64_t n, const void* group, const void* a, size_t a_stride,
+               const int32_t* /*a_sums*/, float* out, size_t out_stride) {
+  const auto* g = static_cast<const BlockQ6_Kx8*>(group);
+  // lanes 2r, 2r + 1 <- the scale of group 2p (int32 2r) or of group 2p + 1 (2r + 1)
+  const __m512i dup_group[2] = {
+      _mm512_set_epi32(14, 14, 12, 12, 10, 10, 8, 8, 6, 6, 4, 4, 2, 2, 0, 0),
+      _mm512_set_epi32(15, 15, 13, 13, 11, 11, 9, 9, 7, 7, 5, 5, 3, 3, 1, 1)};
+  __m512 acc[NC];
+  for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    prefetch_ahead(g, b);
+    const BlockQ6_Kx8& blk = g[b];
+    const ref::BlockQ8_K* ab[NC];
+    __m512i isum[NC];
+    __m256i bsum[NC];  // per row: sum over groups of scale * bsums
+    for (int c = 0; c < NC; ++c) {
+      ab[c] = &token_blocks<ref::BlockQ8_K>(a, a_stride, c)[b];
+      isum[c] = _mm512_setzero_si512();
+      bsum[c] = _mm256_setzero_si256();
+    }
+    for (int p = 0; p < kQK_K / 32; ++p) {
+      const __m256i sc_pairs =
+          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales[p])));
+      for (int c = 0; c < NC; ++c) {
+        int32_t bs;
+        std::memcpy(&bs, ab[c]->bsums + 2 * p, sizeof bs);
+        bsum[c] = _mm256_add_epi32(bsum[c], _mm256_madd_epi16(sc_pairs, _mm256_set1_epi32(bs)));
+      }
+    }
+    for (int h = 0; h < 2; ++h) {
+      __m512i sc[4][2];  // quarter i: groups 8h + 2i, 8h + 2i + 1
+      for (int i = 0; i < 4; ++i) {
+        const __m512i pair = _mm512_cvtepi8_epi32(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales[4 * h + i])));
+        sc[i][0] = _mm512_permutexvar_epi32(dup_group[0], pair);
+        sc[i][1] = _mm512_permutexvar_epi32(dup_group[1], pair);
+      }
+      for (int kk = 0; kk < 2; ++kk) {  // elements 16kk .. 16kk + 15 of each quarter
+        for (int i = 0; i < 4; ++i) {
+          // one quarter at a time (its bytes reloaded from L1) keeps prefill's 8 tokens'
+          // sums in registers
+          const __m512i v0 = q6_quarter(blk, h, 2 * kk, i);
+          const __m512i v1 = q6_quarter(blk, h, 2 * kk + 1, i);
+          for (int c = 0; c < NC; ++c) {
+            const int8_t* aq = ab[c]->qs + 128 * h + 32 * i + 16 * kk;
+            const __m512i part = _mm512_dpbusd_epi32(
+                _mm512_dpbusd_epi32(_mm512_setzero_si512(), v0, bcast8(aq)), v1, bcast8(aq + 8));
+            isum[c] = _mm512_add_epi32(isum[c], _mm512_mullo_epi32(part, sc[i][kk]));
+          }
+        }
+      }
+    }
+    // lane 2r: d of row r, lane 2r + 1: 0 (an f16 zero), so the odd lanes' sums drop out
+    const __m512 dw = _mm512_cvtph_ps(
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.d))));
+    for (int c = 0; c < NC; ++c) {
+      const __m512i folded =
+          _mm512_sub_epi32(_mm512_add_epi32(isum[c], _mm512_srli_epi64(isum[c], 32)),
+                           _mm512_slli_epi32(_mm512_cvtepi32_epi64(bsum[c]), 5));
+      acc[c] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(ab[c]->d)),
+                               _mm512_cvtepi32_ps(folded), acc[c]);
+    }
+  }
+  const __m512i evens = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 14, 12, 10, 8, 6, 4, 2, 0);
+  for (int c = 0; c < NC; ++c) {
+    _mm256_storeu_ps(out + static_cast<size_t>(c) * out_stride,
+                     _mm512_castps512_ps256(_mm512_permutexvar_ps(evens, acc[c])));
+  }
+}
+
 }  // namespace
 }  // namespace runnel::x8
 

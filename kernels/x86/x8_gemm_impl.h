@@ -43,7 +43,8 @@ inline float f16_to_f32(uint16_t h) {
 // group's interleaved streams. Into L2, not L1: an L1 prefetch holds a fill buffer the
 // loads need (measured on the 1B-shaped models, 1 thread: L2 at 4 blocks ~25% faster
 // than L1 at 4, ~20% faster than no prefetch; L1 at 2 and L2 at 8 in between). Q4_K's
-// product reads its groups front to back and streams faster without it (avx512_x8.cpp).
+// product reads its groups front to back and streams faster without it (avx512_x8.cpp);
+// Q6_K's, reading a block in three streams, needs it (2x without on AVX-512).
 constexpr int kAhead = 4;
 template <typename Block>
 inline void prefetch_ahead(const Block* blocks, int64_t b) {
@@ -150,85 +151,6 @@ void gemm_q8_0(int64_t n, const void* group, const void* a, size_t a_stride, con
   for (int c = 0; c < NC; ++c) _mm256_storeu_ps(out + static_cast<size_t>(c) * out_stride, acc[c]);
 }
 
-// Q6_K x Q8_K: quants stored as q + 32 in [0, 63]. For each 16-element group (half h,
-// 32-element quarter i, j-half jh) the four 4-byte steps add up exactly in int32
-// (Dot::dot4; maddubs pairs <= 2 * 63 * 128), then one mullo applies the group's signed
-// scale per row lane. The vector of quarter i is rebuilt from its ql / qh bytes (L1
-// reloads) so that only NC accumulators and one vector are live: prefill's 8 tokens fit
-// in registers. The -32 comes back through the Q8_K bsums, two groups per madd.
-template <int I>
-inline __m256i q6_quarter(const BlockQ6_Kx8& blk, int h, int j) {
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
-  const __m256i qh = load_256(blk.qh[h][j]);
-  if constexpr (I == 0) {
-    return _mm256_or_si256(_mm256_and_si256(load_256(blk.ql[h][0][j]), low4),
-                           _mm256_slli_epi16(_mm256_and_si256(qh, _mm256_set1_epi8(0x03)), 4));
-  } else if constexpr (I == 1) {
-    return _mm256_or_si256(_mm256_and_si256(load_256(blk.ql[h][1][j]), low4),
-                           _mm256_slli_epi16(_mm256_and_si256(qh, _mm256_set1_epi8(0x0C)), 2));
-  } else if constexpr (I == 2) {
-    return _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(load_256(blk.ql[h][0][j]), 4), low4),
-                           _mm256_and_si256(qh, _mm256_set1_epi8(0x30)));
-  } else {
-    return _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(load_256(blk.ql[h][1][j]), 4), low4),
-                           _mm256_srli_epi16(_mm256_and_si256(qh, _mm256_set1_epi8(-64)), 2));
-  }
-}
-
-template <class Dot, int NC, int I>
-inline void q6_quarter_sums(const BlockQ6_Kx8& blk, const ref::BlockQ8_K* const* ab, int h, __m256i* isum) {
-  for (int jh = 0; jh < 2; ++jh) {  // 16-element group 8h + 2I + jh: j in [4jh, 4jh + 4)
-    __m256i acc[NC];
-    for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_si256();
-    for (int j = 4 * jh; j < 4 * jh + 4; ++j) {
-      const __m256i v = q6_quarter<I>(blk, h, j);
-      for (int c = 0; c < NC; ++c) acc[c] = Dot::dot4(acc[c], v, bcast4(ab[c]->qs + 128 * h + 32 * I + 4 * j));
-    }
-    const __m256i sc = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk.scales[8 * h + 2 * I + jh])));
-    for (int c = 0; c < NC; ++c) isum[c] = _mm256_add_epi32(isum[c], _mm256_mullo_epi32(acc[c], sc));
-  }
-}
-
-template <class Dot, int NC>
-void gemm_q6_k(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/,
-               float* out, size_t out_stride) {
-  const auto* g = static_cast<const BlockQ6_Kx8*>(group);
-  const __m256i low16 = _mm256_set1_epi32(0xFFFF);
-  __m256 acc[NC];
-  for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQK_K; ++b) {
-    prefetch_ahead(g, b);
-    const auto scale32 = [&](int grp) {
-      return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(g[b].scales[grp])));
-    };
-    const ref::BlockQ8_K* ab[NC];
-    __m256i isum[NC];
-    for (int c = 0; c < NC; ++c) {
-      ab[c] = &token_blocks<ref::BlockQ8_K>(a, a_stride, c)[b];
-      isum[c] = _mm256_setzero_si256();
-    }
-    for (int p = 0; p < 8; ++p) {  // -32 * sum_g sc_g * bsums_g, groups 2p and 2p + 1 per madd
-      const __m256i sc = _mm256_or_si256(_mm256_and_si256(scale32(2 * p), low16), _mm256_slli_epi32(scale32(2 * p + 1), 16));
-      for (int c = 0; c < NC; ++c) {
-        const int32_t bs = static_cast<int32_t>(static_cast<uint16_t>(ab[c]->bsums[2 * p])) |
-                           static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(ab[c]->bsums[2 * p + 1])) << 16);
-        isum[c] = _mm256_sub_epi32(isum[c], _mm256_slli_epi32(_mm256_madd_epi16(sc, _mm256_set1_epi32(bs)), 5));
-      }
-    }
-    for (int h = 0; h < 2; ++h) {
-      q6_quarter_sums<Dot, NC, 0>(g[b], ab, h, isum);
-      q6_quarter_sums<Dot, NC, 1>(g[b], ab, h, isum);
-      q6_quarter_sums<Dot, NC, 2>(g[b], ab, h, isum);
-      q6_quarter_sums<Dot, NC, 3>(g[b], ab, h, isum);
-    }
-    const __m256 dw = f16x8(g[b].d);
-    for (int c = 0; c < NC; ++c) {
-      acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(ab[c]->d)), _mm256_cvtepi32_ps(isum[c]), acc[c]);
-    }
-  }
-  for (int c = 0; c < NC; ++c) _mm256_storeu_ps(out + static_cast<size_t>(c) * out_stride, acc[c]);
-}
-
 using GemmFn = void (*)(int64_t, const void*, const void*, size_t, const int32_t*, float*, size_t);
 
 }  // namespace
@@ -236,9 +158,10 @@ using GemmFn = void (*)(int64_t, const void*, const void*, size_t, const int32_t
 
 // Defines the gemm_x8 entries x8.h declares, in the namespace of the ISA file that
 // expands it, over that file's integer step `Dot`: one instantiation per token count,
-// so the accumulators stay in registers. Q4_K's product is written per ISA (its layout
-// pairs two int32 lanes per row, and the 256- and 512-bit versions differ in more than the
-// step): each ISA file defines x8::gemm_q4_k<Dot, NC> before expanding this.
+// so the accumulators stay in registers. The K-quant products are written per ISA (their
+// layouts pair two int32 lanes per row, and the 256- and 512-bit versions differ in more
+// than the step): each ISA file defines x8::gemm_q4_k / gemm_q6_k<Dot, NC> before
+// expanding this.
 #define RUNNEL_X8_DEFINE_PRODUCT(type, Dot)                                                                 \
   void gemm_x8_##type(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, \
                       int nc, float* out, size_t out_stride) {                                              \

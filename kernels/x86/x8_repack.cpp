@@ -58,12 +58,12 @@ void repack_q6_k(int64_t n, const void* rows, size_t row_stride, void* group) {
     for (int r = 0; r < kRows; ++r) {
       const auto& blk = row_block<ref::BlockQ6_K>(rows, row_stride, r, b);
       g[b].d[r] = blk.d;
-      for (int s = 0; s < kQK_K / 16; ++s) g[b].scales[s][r] = blk.scales[s];
+      for (int s = 0; s < kQK_K / 16; ++s) g[b].scales[s / 2][r][s % 2] = blk.scales[s];
       for (int h = 0; h < 2; ++h) {
-        for (int j = 0; j < 8; ++j) {
-          std::memcpy(g[b].ql[h][0][j][r], blk.ql + 64 * h + 4 * j, 4);
-          std::memcpy(g[b].ql[h][1][j][r], blk.ql + 64 * h + 32 + 4 * j, 4);
-          std::memcpy(g[b].qh[h][j][r], blk.qh + 32 * h + 4 * j, 4);
+        for (int k = 0; k < 4; ++k) {
+          std::memcpy(g[b].ql[h][0][k][r], blk.ql + 64 * h + 8 * k, 8);
+          std::memcpy(g[b].ql[h][1][k][r], blk.ql + 64 * h + 32 + 8 * k, 8);
+          std::memcpy(g[b].qh[h][k][r], blk.qh + 32 * h + 8 * k, 8);
         }
       }
     }
@@ -142,12 +142,12 @@ void unpack_row_q6_k(int64_t n, const void* group, int r, void* row) {
   auto* out = static_cast<ref::BlockQ6_K*>(row);
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     out[b].d = g[b].d[r];
-    for (int s = 0; s < kQK_K / 16; ++s) out[b].scales[s] = g[b].scales[s][r];
+    for (int s = 0; s < kQK_K / 16; ++s) out[b].scales[s] = g[b].scales[s / 2][r][s % 2];
     for (int h = 0; h < 2; ++h) {
-      for (int j = 0; j < 8; ++j) {
-        std::memcpy(out[b].ql + 64 * h + 4 * j, g[b].ql[h][0][j][r], 4);
-        std::memcpy(out[b].ql + 64 * h + 32 + 4 * j, g[b].ql[h][1][j][r], 4);
-        std::memcpy(out[b].qh + 32 * h + 4 * j, g[b].qh[h][j][r], 4);
+      for (int k = 0; k < 4; ++k) {
+        std::memcpy(out[b].ql + 64 * h + 8 * k, g[b].ql[h][0][k][r], 8);
+        std::memcpy(out[b].ql + 64 * h + 32 + 8 * k, g[b].ql[h][1][k][r], 8);
+        std::memcpy(out[b].qh + 32 * h + 8 * k, g[b].qh[h][k][r], 8);
       }
     }
   }
