@@ -169,59 +169,64 @@ void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJ
     p.act_row_bytes = row_bytes(fmt, w.n_in);
     p.w_row_bytes = row_bytes(w.type, w.n_in);
     p.vec_dot = k.vec_dot;
-    if (fmt == GgmlType::F32) {
-      p.act = reinterpret_cast<const uint8_t*>(x);  // float rows are already the format
-    } else {
-      int f = 0;
-      while (f < n_formats && formats[f] != fmt) ++f;
-      if (f == n_formats) {
-        // First job with this partner format: quantize the batch once for all of them.
-        assert(n_formats < MatmulScratch::kMaxFormats);
+    int f = 0;
+    while (f < n_formats && formats[f] != fmt) ++f;
+    if (f == n_formats) {
+      // First job with this partner format: quantize the batch once for all of them
+      // (F32 rows are already the format; the format still counts for its packed slot).
+      assert(n_formats < MatmulScratch::kMaxFormats);
+      if (fmt == GgmlType::F32) {
+        format_rows[f] = reinterpret_cast<const uint8_t*>(x);
+      } else {
         assert(static_cast<size_t>(n_tokens) * p.act_row_bytes <= scratch.slot_bytes());
         uint8_t* dst = scratch.slot(f);
         for (int t = 0; t < n_tokens; ++t) {
           table.of(fmt).quantize_row(x + static_cast<int64_t>(t) * w.n_in,
                                      dst + static_cast<size_t>(t) * p.act_row_bytes, w.n_in);
         }
-        formats[f] = fmt;
         format_rows[f] = dst;
-        ++n_formats;
       }
-      p.act = format_rows[f];
-      const TypeKernels& ak = table.of(fmt);
-      if (w.x8) {
-        // Repacked at load for this kernel family; another family cannot read it.
-        if (!k.gemm_x8) throw std::logic_error("matmul: repacked weights but the selected kernels have no gemm_x8");
-        if (ak.block_sums) {
-          if (format_sums[f] == nullptr) {
-            const size_t per_row = static_cast<size_t>(w.n_in / 32);
-            assert(static_cast<size_t>(n_tokens) * per_row <= scratch.sums_slot_size());
-            int32_t* dst = scratch.sums_slot(f);
-            for (int t = 0; t < n_tokens; ++t) {
-              ak.block_sums(w.n_in, p.act + static_cast<size_t>(t) * p.act_row_bytes, dst + t * per_row);
-            }
-            format_sums[f] = dst;
+      formats[f] = fmt;
+      ++n_formats;
+    }
+    p.act = format_rows[f];
+    const TypeKernels& ak = table.of(fmt);
+    if (w.x8) {
+      // Repacked at load for this kernel family; another family cannot read it.
+      if (!k.gemm_x8)
+        throw std::logic_error("matmul: repacked weights but the selected kernels have no gemm_x8");
+      if (ak.block_sums) {
+        if (format_sums[f] == nullptr) {
+          const size_t per_row = static_cast<size_t>(w.n_in / 32);
+          assert(static_cast<size_t>(n_tokens) * per_row <= scratch.sums_slot_size());
+          int32_t* dst = scratch.sums_slot(f);
+          for (int t = 0; t < n_tokens; ++t) {
+            ak.block_sums(w.n_in, p.act + static_cast<size_t>(t) * p.act_row_bytes,
+                          dst + t * per_row);
           }
-          p.a_sums = format_sums[f];
+          format_sums[f] = dst;
         }
-        p.gemm_x8 = k.gemm_x8;
-        p.x8_group_bytes = x8_group_bytes(k, w.type, w.n_in);
-        any_x8 = true;
-      } else if (k.gemm && ak.gemm_pack && n_tokens >= kMinGemmTokens &&
-          static_cast<size_t>(n_groups) * ak.gemm_pack_bytes(w.n_in) <= scratch.packed_slot_bytes()) {
-        p.pack_bytes = ak.gemm_pack_bytes(w.n_in);
-        if (format_packed[f] == nullptr) {
-          uint8_t* dst = scratch.packed_slot(f);
-          for (int g = 0; g < n_groups; ++g) {
-            const int t0 = g * kGemmCols;
-            ak.gemm_pack(w.n_in, p.act + static_cast<size_t>(t0) * p.act_row_bytes, p.act_row_bytes,
-                         std::min(kGemmCols, n_tokens - t0), dst + static_cast<size_t>(g) * p.pack_bytes);
-          }
-          format_packed[f] = dst;
-        }
-        p.gemm = k.gemm;
-        p.packed = format_packed[f];
+        p.a_sums = format_sums[f];
       }
+      p.gemm_x8 = k.gemm_x8;
+      p.x8_group_bytes = x8_group_bytes(k, w.type, w.n_in);
+      any_x8 = true;
+    } else if (k.gemm && ak.gemm_pack && n_tokens >= kMinGemmTokens &&
+               static_cast<size_t>(n_groups) * ak.gemm_pack_bytes(w.n_in) <=
+                   scratch.packed_slot_bytes()) {
+      p.pack_bytes = ak.gemm_pack_bytes(w.n_in);
+      if (format_packed[f] == nullptr) {
+        uint8_t* dst = scratch.packed_slot(f);
+        for (int g = 0; g < n_groups; ++g) {
+          const int t0 = g * kGemmCols;
+          ak.gemm_pack(w.n_in, p.act + static_cast<size_t>(t0) * p.act_row_bytes, p.act_row_bytes,
+                       std::min(kGemmCols, n_tokens - t0),
+                       dst + static_cast<size_t>(g) * p.pack_bytes);
+        }
+        format_packed[f] = dst;
+      }
+      p.gemm = k.gemm;
+      p.packed = format_packed[f];
     }
     total_rows += w.n_out;
   }

@@ -36,7 +36,7 @@ uint64_t plan_kv_bytes(const ModelConfig& c, const MemoryPlanOptions& o) {
   return static_cast<uint64_t>(o.n_sessions) * kv_cache_bytes(c.n_layer, o.n_ctx, c.kv_dim(), c.v_dim(), o.kv_type);
 }
 
-uint64_t plan_scratch_bytes(const ModelConfig& c, const MemoryPlanOptions& o) {
+uint64_t plan_scratch_bytes(const ModelConfig& c, const MemoryPlanOptions& o, bool float_gemm) {
   const uint64_t b = static_cast<uint64_t>(std::min(o.n_batch, o.n_ctx));
   // ForwardScratch's float buffers (core/model/llama.h)
   uint64_t floats = b * (3ull * c.n_embd + c.q_dim() + c.kv_dim() + c.v_dim() + c.attn_out_dim() + 2ull * c.n_ff +
@@ -44,10 +44,13 @@ uint64_t plan_scratch_bytes(const ModelConfig& c, const MemoryPlanOptions& o) {
   floats += static_cast<uint64_t>(c.n_embd) + c.q_dim() + c.kv_dim() + c.v_dim();
   floats += (o.all_logits ? b : 1) * static_cast<uint64_t>(c.n_vocab);
   // MatmulScratch: three formats of b rows of at most float32 width, and their packed
-  // groups of kGemmCols rows for the batched products (at most 1.25 bytes an element)
+  // groups of kGemmCols rows for the batched products (at most 1.25 bytes an element for
+  // quantized weights; 4 for float weights, whose groups are f32: float_gemm_pack.h)
   const uint64_t widest = static_cast<uint64_t>(std::max(c.n_embd, c.n_ff));
   const uint64_t b_groups = (b + kGemmCols - 1) / kGemmCols * kGemmCols;
-  const uint64_t matmul = 3 * b * widest * 4ull + 3 * b_groups * widest * 5 / 4;
+  const uint64_t packed =
+      float_gemm ? b_groups * ((widest + 7) / 8 * 8) * 4 : b_groups * widest * 5 / 4;
+  const uint64_t matmul = 3 * b * widest * 4ull + 3 * packed;
   // AttentionScratch per task: scores, an f16 row (64-byte rounded), a V row
   const uint64_t head = static_cast<uint64_t>(std::max(c.head_dim, c.head_dim_v));
   const uint64_t act = (2 * std::max<uint64_t>(o.n_ctx, head) + 63) / 64 * 64;
@@ -80,7 +83,14 @@ MemoryPlan plan_memory(const GgufModel& model, const ModelConfig& c, const Memor
   }
   for (const auto& [l, n] : layers) p.max_layer_bytes = std::max(p.max_layer_bytes, n);
   p.kv_bytes = plan_kv_bytes(c, o);
-  p.scratch_bytes = plan_scratch_bytes(c, o);
+  // Float matrices (F32 / F16 / BF16, 2-D) with a batched product pack f32 groups.
+  bool float_gemm = false;
+  for (const GgufTensorInfo& t : model.tensors) {
+    const bool is_float =
+        t.type == GgmlType::F32 || t.type == GgmlType::F16 || t.type == GgmlType::BF16;
+    if (is_float && t.dims.size() == 2 && kernels().of(t.type).gemm != nullptr) float_gemm = true;
+  }
+  p.scratch_bytes = plan_scratch_bytes(c, o, float_gemm);
   p.overhead_bytes = kFixedOverhead + static_cast<uint64_t>(c.n_vocab) * kBytesPerToken;
   return p;
 }

@@ -52,8 +52,11 @@ struct MemoryPlan {
 };
 
 // The KV cache and forward-pass scratch of one session, from the config alone.
+// float_gemm: some matrix is F32 / F16 / BF16 with a batched product in the selected
+// kernels (its packed activation groups take 4 bytes an element instead of <= 1.25).
 uint64_t plan_kv_bytes(const ModelConfig& c, const MemoryPlanOptions& o);
-uint64_t plan_scratch_bytes(const ModelConfig& c, const MemoryPlanOptions& o);
+uint64_t plan_scratch_bytes(const ModelConfig& c, const MemoryPlanOptions& o,
+                            bool float_gemm = false);
 
 // The whole plan for a model (its tensor table gives the weights).
 MemoryPlan plan_memory(const GgufModel& model, const ModelConfig& c, const MemoryPlanOptions& o);

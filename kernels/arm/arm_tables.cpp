@@ -10,6 +10,7 @@
 
 #include "kernels/arm/arm.h"
 #include "kernels/arm/neon.h"
+#include "kernels/float_gemm_pack.h"
 
 namespace runnel {
 namespace {
@@ -69,6 +70,13 @@ KernelTable build_neon_baseline_table() {
   set_gemm(t, G::Q4_K, neon::gemm_q4_k);
   set_gemm(t, G::Q5_K, neon::gemm_q5_k);
   set_gemm(t, G::Q6_K, neon::gemm_q6_k);
+  // Float weights (both tables): activation rows widen to f32 groups at packing.
+  pack(G::F32, gemm_pack_bytes_float, gemm_pack_f32);
+  pack(G::F16, gemm_pack_bytes_float, gemm_pack_f16);
+  pack(G::BF16, gemm_pack_bytes_float, gemm_pack_bf16);
+  set_gemm(t, G::F32, neon::gemm_f32);
+  set_gemm(t, G::F16, neon::gemm_f16);
+  set_gemm(t, G::BF16, neon::gemm_bf16);
   return t;
 }
 

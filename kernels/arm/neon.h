@@ -75,6 +75,15 @@ float vec_dot_f32(int64_t n, const void* w, const void* a);   // a: F32
 float vec_dot_f16(int64_t n, const void* w, const void* a);   // a: F16
 float vec_dot_bf16(int64_t n, const void* w, const void* a);  // a: BF16
 
+// ---- batched products of float rows against the f32 groups of float_gemm_pack.h
+// (neon_gemm_float.cpp; both tables)
+void gemm_f32(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+              float* out, size_t out_stride);
+void gemm_f16(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+              float* out, size_t out_stride);
+void gemm_bf16(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);
+
 // ---- float ops (neon_ops.cpp): kernels/ref/ops.h contracts. silu, swiglu, softmax, gelu,
 // geglu with a polynomial e^x, softcap with a polynomial e^x - 1; the others bit-exact.
 void silu(const float* x, float* out, int64_t n);

@@ -22,6 +22,25 @@ inline float f16(uint16_t h) {
   return static_cast<float>(v);
 }
 
+// Eight float elements as two f32 vectors (f32, f16 by fcvtl, bf16 by a shift: all exact).
+inline void load8_f32(const float* p, float32x4_t* lo, float32x4_t* hi) {
+  *lo = vld1q_f32(p);
+  *hi = vld1q_f32(p + 4);
+}
+
+inline void load8_f16(const uint16_t* p, float32x4_t* lo, float32x4_t* hi) {
+  const float16x8_t h = vreinterpretq_f16_u16(vld1q_u16(p));
+  *lo = vcvt_f32_f16(vget_low_f16(h));
+  *hi = vcvt_high_f32_f16(h);
+}
+
+// bf16 is the top half of a float32: widen with a shift into place.
+inline void load8_bf16(const uint16_t* p, float32x4_t* lo, float32x4_t* hi) {
+  const uint16x8_t h = vld1q_u16(p);
+  *lo = vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(h), 16));
+  *hi = vreinterpretq_f32_u32(vshll_high_n_u16(h, 16));
+}
+
 inline int8x16_t load_s8(const int8_t* p) {
   return vld1q_s8(p);
 }

@@ -13,25 +13,6 @@
 namespace runnel::neon {
 namespace {
 
-// Eight elements as two float vectors.
-inline void load8_f32(const float* p, float32x4_t* lo, float32x4_t* hi) {
-  *lo = vld1q_f32(p);
-  *hi = vld1q_f32(p + 4);
-}
-
-inline void load8_f16(const uint16_t* p, float32x4_t* lo, float32x4_t* hi) {
-  const float16x8_t h = vreinterpretq_f16_u16(vld1q_u16(p));
-  *lo = vcvt_f32_f16(vget_low_f16(h));
-  *hi = vcvt_high_f32_f16(h);
-}
-
-// bf16 is the top half of a float32: widen with a shift into place.
-inline void load8_bf16(const uint16_t* p, float32x4_t* lo, float32x4_t* hi) {
-  const uint16x8_t h = vld1q_u16(p);
-  *lo = vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(h), 16));
-  *hi = vreinterpretq_f32_u32(vshll_high_n_u16(h, 16));
-}
-
 inline float scalar_f32(float v) {
   return v;
 }

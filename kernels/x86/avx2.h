@@ -63,6 +63,13 @@ void gemm_q5_k(int64_t n, const void* w, size_t w_stride, int nr, const void* pa
                float* out, size_t out_stride);
 void gemm_q6_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
                float* out, size_t out_stride);
+// F32 / F16 / BF16 weight rows against the f32 groups of float_gemm_pack.h (avx2_gemm_float.cpp):
+void gemm_f32(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+              float* out, size_t out_stride);
+void gemm_f16(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+              float* out, size_t out_stride);
+void gemm_bf16(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);
 
 // ---- float ops of a forward pass (avx2_ops.cpp); contracts in kernels/ref/ops.h, bounds
 // against ref in tests/kernels/x86/avx2_ops_test.cpp.

@@ -1,6 +1,7 @@
 // Builds the x86 kernel tables from the reference tables plus the per-ISA entries, and
 // checks the CPU. Compiled for baseline x86-64 (no -mavx2): everything here must run on
 // any x86-64 CPU, since it decides whether the AVX2 code may run at all.
+#include "kernels/float_gemm_pack.h"
 #include "kernels/ref/ref.h"
 #include "kernels/x86/avx2.h"
 #include "kernels/x86/avx512_dots.h"
@@ -62,6 +63,13 @@ KernelTable build_avx2_table() {
   gemm(G::Q4_K, avx2::gemm_q4_k);
   gemm(G::Q5_K, avx2::gemm_q5_k);
   gemm(G::Q6_K, avx2::gemm_q6_k);
+  // Float weights: the activation rows (F32, F16, BF16) widen to f32 groups at packing.
+  pack(G::F32, gemm_pack_bytes_float, gemm_pack_f32);
+  pack(G::F16, gemm_pack_bytes_float, gemm_pack_f16);
+  pack(G::BF16, gemm_pack_bytes_float, gemm_pack_bf16);
+  gemm(G::F32, avx2::gemm_f32);
+  gemm(G::F16, avx2::gemm_f16);
+  gemm(G::BF16, avx2::gemm_bf16);
   // Row-interleaved layout for resident weights (decode and prefill).
   auto x8 = [&t](GgmlType type, void (*repack)(int64_t, const void*, size_t, void*),
                  void (*fn)(int64_t, const void*, const void*, size_t, const int32_t*, int, float*, size_t)) {

@@ -235,7 +235,7 @@ TEST_CASE("run refuses requests beyond the context before starting", "[cli]") {
   CHECK(plan.status == 0);
   CHECK_THAT(plan.out, Catch::Contains("memory plan:") && Catch::Contains("kv cache") && Catch::Contains("fits"));
   check_usage_error(dir, "run -m '" + model + "' -p x --mem-budget 1M",
-                    "the model does not fit the memory budget: 16.5 MiB needed even when streaming (kv cache 0.0 "
+                    "the model does not fit the memory budget: 16.6 MiB needed even when streaming (kv cache 0.0 "
                     "MiB), budget 1.0 MiB (--mem-budget); lower -c, use --kv-type q8_0, or raise --mem-budget (see "
                     "--dry-run)");
   check_usage_error(dir, "run -m '" + model + "' -p x --kv-type q3", "--kv-type: KV cache type 'q3' is not one of f16, q8_0, q4_0");

@@ -2,12 +2,15 @@
 // the dequantized weights and activations.
 #include "core/model/matmul.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <string>
 
 #include "core/kv/kv_cache.h"
 #include "kernels/fp16.h"
 #include "kernels/kernels.h"
+#include "tests/kernels/test_util.h"
 
 namespace runnel {
 namespace {
@@ -114,6 +117,92 @@ TEST_CASE("matmul: a group of Q4_1, Q8_0 and F32 matrices over a batch", "[model
   check(a, ya, nullptr);
   check(b, yb, bias.data());
   check(c, yc, nullptr);
+}
+
+// With the best kernels of this machine: a prompt of 11 tokens (a group of 8 and one of
+// 3) on F16 / BF16 / F32 weights takes the float gemm when the table has one (x86, NEON:
+// bit for bit the packed tiles) and the per-token dots otherwise (2 tokens, or SIMD128);
+// either way within vec_dot's bound of the per-token dots.
+TEST_CASE("matmul: a float-weight prompt takes the float gemm where the kernels have one",
+          "[model]") {
+  REQUIRE(select_kernels(""));
+  const KernelTable& table = kernels();
+  InlineParallel par;
+  for (GgmlType type : {GgmlType::F16, GgmlType::BF16, GgmlType::F32}) {
+    const int64_t n_in = 203, n_out = 13;  // a row tail of 3; row runs of 8 + 5
+    INFO("kernels " << table.isa << ", type " << traits(type).name);
+    test::Rng rng(7 + static_cast<uint64_t>(type));
+    const size_t rb = row_bytes(type, n_in);
+    std::vector<uint8_t> w(rb * n_out);
+    std::vector<float> row(static_cast<size_t>(n_in));
+    for (int64_t r = 0; r < n_out; ++r) {
+      for (float& v : row) v = rng.bell();
+      ref_kernels().of(type).quantize_row(row.data(), w.data() + r * rb, n_in);
+    }
+    const Matrix m{w.data(), type, n_in, n_out};
+    const TypeKernels& k = table.of(type);
+    const TypeKernels& ak = table.of(k.vec_dot_type);
+    REQUIRE(k.vec_dot_type == type);
+    const bool has_gemm = k.gemm != nullptr && ak.gemm_pack != nullptr;
+    if (!has_gemm) WARN("kernels " << table.isa << " have no " << traits(type).name << " gemm");
+    CHECK(activation_pack_bytes(type, n_in) == (has_gemm ? ak.gemm_pack_bytes(n_in) : 0));
+    for (int n_tokens : {2, 11}) {
+      INFO("tokens " << n_tokens);
+      std::vector<float> x(static_cast<size_t>(n_in * n_tokens));
+      for (float& v : x) v = rng.bell();
+      std::vector<float> y(static_cast<size_t>(n_tokens * n_out), -1.0f);
+      const MatmulJob jobs[] = {{m, y.data(), nullptr}};
+      MatmulScratch scratch(n_tokens, activation_row_bytes(type, n_in),
+                            activation_pack_bytes(type, n_in));
+      matmul(par, x.data(), n_tokens, jobs, scratch);
+
+      // The same products by hand: per-token dots and the packed tiles.
+      std::vector<uint8_t> act(static_cast<size_t>(n_tokens) * rb);
+      for (int t = 0; t < n_tokens; ++t)
+        ak.quantize_row(&x[static_cast<size_t>(t * n_in)], act.data() + t * rb, n_in);
+      std::vector<float> by_dot(y.size()), by_gemm(y.size());
+      for (int t = 0; t < n_tokens; ++t)
+        for (int64_t r = 0; r < n_out; ++r)
+          by_dot[static_cast<size_t>(t * n_out + r)] =
+              k.vec_dot(n_in, w.data() + r * rb, act.data() + t * rb);
+      if (has_gemm) {
+        std::vector<uint8_t> packed(ak.gemm_pack_bytes(n_in));
+        for (int t0 = 0; t0 < n_tokens; t0 += kGemmCols) {
+          const int nc = std::min(kGemmCols, n_tokens - t0);
+          ak.gemm_pack(n_in, act.data() + t0 * rb, rb, nc, packed.data());
+          for (int64_t r = 0; r < n_out; r += kGemmRows) {
+            const int nr = static_cast<int>(std::min<int64_t>(kGemmRows, n_out - r));
+            k.gemm(n_in, w.data() + r * rb, rb, nr, packed.data(), nc,
+                   &by_gemm[static_cast<size_t>(t0 * n_out + r)], static_cast<size_t>(n_out));
+          }
+        }
+      }
+      const bool gemm_path = has_gemm && n_tokens >= 3;
+      const std::vector<float>& want = gemm_path ? by_gemm : by_dot;
+      int mismatches = 0, differs_from_dot = 0;
+      for (int t = 0; t < n_tokens; ++t) {
+        const std::vector<float> wd =
+            test::dequantize(type, std::vector<uint8_t>(w.begin(), w.end()), n_in * n_out);
+        const std::vector<float> ad = test::dequantize(
+            type, std::vector<uint8_t>(act.begin() + t * rb, act.begin() + (t + 1) * rb), n_in);
+        for (int64_t r = 0; r < n_out; ++r) {
+          const size_t i = static_cast<size_t>(t * n_out + r);
+          mismatches += y[i] != want[i];
+          differs_from_dot += by_gemm[i] != by_dot[i];
+          double s = 0.0;
+          for (int64_t e = 0; e < n_in; ++e)
+            s += std::fabs(static_cast<double>(wd[r * n_in + e]) * ad[e]);
+          // both within vec_dot's bound of ref, so within twice that of each other
+          CHECK(std::fabs(static_cast<double>(y[i]) - by_dot[i]) <=
+                2 * (n_in / 32.0 + 16) * 0x1p-24 * s);
+        }
+      }
+      CHECK(mismatches == 0);  // bit for bit: matmul took that path
+      // The two paths round differently somewhere, so the check above tells them apart.
+      if (gemm_path) CHECK(differs_from_dot > 0);
+    }
+  }
+  CHECK(select_kernels("ref"));  // leave the process on the default for other tests
 }
 
 TEST_CASE("kv cache stores f16-rounded k rows and transposed v rows", "[model]") {

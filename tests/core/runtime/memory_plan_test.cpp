@@ -54,6 +54,9 @@ TEST_CASE("memory plan: scratch of the 1B shape by hand", "[plan]") {
   const uint64_t matmul = 3ull * 64 * 8192 * 4 + 3ull * 64 * 8192 * 5 / 4;  // rows + packed groups
   const uint64_t attention = 8ull * (4 * 4096 + 2 * 4096 + 4 * 64);
   CHECK(plan_scratch_bytes(c, o) == 4 * floats + matmul + attention);
+  // float matrices: packed f32 groups, 4 bytes an element of the 8-token groups
+  const uint64_t float_matmul = 3ull * 64 * 8192 * 4 + 3ull * 64 * 8192 * 4;
+  CHECK(plan_scratch_bytes(c, o, true) == 4 * floats + float_matmul + attention);
 }
 
 TEST_CASE("memory plan: fit, streaming and the description", "[plan]") {

@@ -19,6 +19,7 @@
 #include "kernels/arm/arm.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/blocks.h"
+#include "tests/kernels/float_gemm_test_util.h"
 #include "tests/kernels/isa_test_util.h"
 #include "tests/kernels/test_util.h"
 
@@ -152,6 +153,21 @@ TEST_CASE("NEON gemm entries are set on every quantized weight type and its acti
     for (GgmlType at : {GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8_K}) {
       CHECK(dp->of(at).gemm_pack == neon_baseline_kernels()->of(at).gemm_pack);
       CHECK(dp->of(at).gemm_pack_bytes == neon_baseline_kernels()->of(at).gemm_pack_bytes);
+    }
+  }
+}
+
+TEST_CASE("NEON float gemm tiles (F32, F16, BF16) match ref's vec_dot, every tile shape",
+          "[neon]") {
+  for (const KernelTable* t : gemm_tables()) {
+    INFO("kernel set " << table_name(t));
+    test::check_float_gemm_table(*t, {1, 7, 9, 64, 65, 100, 513});
+  }
+  // Both tables share the float packing and the widening gemm (no bf16 dot in the baseline ISA).
+  if (const KernelTable* dp = neon_dotprod_kernels()) {
+    for (GgmlType type : test::kFloatGemmTypes) {
+      CHECK(dp->of(type).gemm_pack == neon_baseline_kernels()->of(type).gemm_pack);
+      CHECK(dp->of(type).gemm == neon_baseline_kernels()->of(type).gemm);
     }
   }
 }

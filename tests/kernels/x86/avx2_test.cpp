@@ -19,6 +19,7 @@
 #include "kernels/ops.h"
 #include "kernels/ref/blocks.h"
 #include "kernels/x86/x86.h"
+#include "tests/kernels/float_gemm_test_util.h"
 #include "tests/kernels/isa_test_util.h"
 #include "tests/kernels/test_util.h"
 #include "tests/kernels/x8_test_util.h"
@@ -326,6 +327,43 @@ TEST_CASE("AVX2 and AVX-512 gemm tiles match ref on adversarial blocks, every ti
         }
       }
     }
+  }
+}
+
+TEST_CASE(
+    "AVX2 and AVX-512 float gemm tiles (F32, F16, BF16) match ref's vec_dot, every tile shape",
+    "[avx2]") {
+  for (const KernelTable* t : gemm_tables()) {
+    INFO("kernel set " << t->isa);
+    test::check_float_gemm_table(*t, {1, 7, 8, 9, 63, 64, 65, 100, 513, 4096});
+  }
+}
+
+TEST_CASE("Hand-checked float gemm tiles: f16 extremes, exact sums", "[avx2]") {
+  for (const KernelTable* t : gemm_tables()) {
+    INFO("kernel set " << t->isa);
+    // 3 rows x 2 tokens of 20 halves (two chunks and a tail of 4): every product and
+    // partial sum is exact in f32, so gemm must give the exact values.
+    constexpr int64_t n = 20;
+    uint16_t w[3][n], a[2][n];
+    for (int i = 0; i < n; ++i) {
+      w[0][i] = fp32_to_fp16(65504.0f);  // largest half
+      w[1][i] = fp32_to_fp16(i % 2 ? 1.0f : -1.0f);
+      w[2][i] = 0x0001;  // smallest subnormal, 2^-24
+      a[0][i] = fp32_to_fp16(static_cast<float>(i));
+      a[1][i] = fp32_to_fp16(-2.0f);
+    }
+    const TypeKernels& k = t->of(GgmlType::F16);
+    std::vector<uint8_t> packed(k.gemm_pack_bytes(n));
+    k.gemm_pack(n, a, sizeof a[0], 2, packed.data());
+    float out[2][3];
+    k.gemm(n, w, sizeof w[0], 3, packed.data(), 2, &out[0][0], 3);
+    CHECK(out[0][0] == 65504.0f * 190.0f);  // sum of 0 .. 19
+    CHECK(out[0][1] == 10.0f);              // pairs (2j + 1) - 2j
+    CHECK(out[0][2] == 190.0f * 0x1p-24f);
+    CHECK(out[1][0] == -65504.0f * 40.0f);
+    CHECK(out[1][1] == 0.0f);
+    CHECK(out[1][2] == -40.0f * 0x1p-24f);
   }
 }
 
