@@ -116,18 +116,16 @@ void gemm_q4_k(int64_t n, const void* group, const void* a, size_t a_stride,
 }
 
 // Quarter i (elements 32i + 8k .. + 7 of half h) of rows r0 .. r0 + 3 of BlockQ6_Kx8 as
-// q + 32 in [0, 63].
+// q + 32 in [0, 63]: quarter 3's bits 2m, 2m + 1 sit in bits 6-7 of quarter m's bytes.
 inline __m256i q6_quarter(const BlockQ6_Kx8& blk, int h, int k, int i, int r0) {
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
-  const __m256i bits45 = _mm256_set1_epi8(0x30);
-  const __m256i ql = load_256(blk.ql[h][i % 2][k][r0]);
-  const __m256i qh = load_256(blk.qh[h][k][r0]);
-  const __m256i low = _mm256_and_si256(i < 2 ? ql : _mm256_srli_epi16(ql, 4), low4);
-  const __m256i high = i == 0   ? _mm256_slli_epi16(qh, 4)
-                       : i == 1 ? _mm256_slli_epi16(qh, 2)
-                       : i == 2 ? qh
-                                : _mm256_srli_epi16(qh, 2);
-  return _mm256_or_si256(low, _mm256_and_si256(high, bits45));
+  if (i < 3) return _mm256_and_si256(load_256(blk.q[h][i][k][r0]), _mm256_set1_epi8(0x3F));
+  const __m256i x0 =
+      _mm256_and_si256(_mm256_srli_epi16(load_256(blk.q[h][0][k][r0]), 6), _mm256_set1_epi8(0x03));
+  const __m256i x1 =
+      _mm256_and_si256(_mm256_srli_epi16(load_256(blk.q[h][1][k][r0]), 4), _mm256_set1_epi8(0x0C));
+  const __m256i x2 =
+      _mm256_and_si256(_mm256_srli_epi16(load_256(blk.q[h][2][k][r0]), 2), _mm256_set1_epi8(0x30));
+  return _mm256_or_si256(_mm256_or_si256(x0, x1), x2);
 }
 
 // Q6_K x Q8_K on 256 bits: BlockQ6_Kx8 as two halves of 4 rows, like gemm_q4_k above. The

@@ -115,22 +115,26 @@ void gemm_q4_k(int64_t n, const void* group, const void* a, size_t a_stride,
   }
 }
 
-// Quarter i (elements 32i + 8k .. + 7 of half h) of BlockQ6_Kx8 as q + 32 in [0, 63].
+// c ? a : b, bit by bit
+inline __m512i select_bits(__m512i c, __m512i a, __m512i b) {
+  return _mm512_ternarylogic_epi32(c, a, b, 0xCA);
+}
+
+// Quarter i (elements 32i + 8k .. + 7 of half h) of BlockQ6_Kx8 as q + 32 in [0, 63], or
+// for i = 3 as 4 (q + 32): its bits 2m, 2m + 1 sit in bits 6-7 of quarter m's bytes, and
+// two selects and an AND put them in bits 2-7 of the byte (no byte shift on x86).
 inline __m512i q6_quarter(const BlockQ6_Kx8& blk, int h, int k, int i) {
-  const __m512i low4 = _mm512_set1_epi8(0x0F);
-  const __m512i bits45 = _mm512_set1_epi8(0x30);
-  const __m512i ql = _mm512_loadu_si512(blk.ql[h][i % 2][k]);
-  const __m512i qh = _mm512_loadu_si512(blk.qh[h][k]);
-  const __m512i low = _mm512_and_si512(i < 2 ? ql : _mm512_srli_epi16(ql, 4), low4);
-  const __m512i high = i == 0   ? _mm512_slli_epi16(qh, 4)
-                       : i == 1 ? _mm512_slli_epi16(qh, 2)
-                       : i == 2 ? qh
-                                : _mm512_srli_epi16(qh, 2);
-  return _mm512_or_si512(low, _mm512_and_si512(high, bits45));
+  if (i < 3) return _mm512_and_si512(_mm512_loadu_si512(blk.q[h][i][k]), _mm512_set1_epi8(0x3F));
+  const __m512i t =
+      select_bits(_mm512_set1_epi8(static_cast<char>(0xC0)), _mm512_loadu_si512(blk.q[h][2][k]),
+                  _mm512_srli_epi16(_mm512_loadu_si512(blk.q[h][1][k]), 2));
+  const __m512i u = select_bits(_mm512_set1_epi8(static_cast<char>(0xF0)), t,
+                                _mm512_srli_epi16(_mm512_loadu_si512(blk.q[h][0][k]), 4));
+  return _mm512_and_si512(u, _mm512_set1_epi8(static_cast<char>(0xFC)));
 }
 
 // Q6_K x Q8_K on 512 bits (BlockQ6_Kx8: row r in int32 lanes 2r, 2r + 1): quants as q + 32
-// in [0, 63] from one ql and one qh load per 4 quarters. The 2 vpdpbusd steps of a
+// in [0, 63] (quarter 3 as 4 (q + 32), <= 8 * 252 * 127 per lane). The 2 vpdpbusd steps of a
 // 16-element group (<= 8 * 63 * 127 per lane) take the group's signed scale by vpmulld;
 // the -32 comes back through the Q8_K bsums, two groups per vpmaddwd on 8 row lanes. A
 // row's lanes fold into lane 2r per block, where the zero-extended f16 d lands.
@@ -180,8 +184,9 @@ void gemm_q6_k(int64_t n, const void* group, const void* a, size_t a_stride,
           const __m512i v1 = q6_quarter(blk, h, 2 * kk + 1, i);
           for (int c = 0; c < NC; ++c) {
             const int8_t* aq = ab[c]->qs + 128 * h + 32 * i + 16 * kk;
-            const __m512i part = _mm512_dpbusd_epi32(
+            __m512i part = _mm512_dpbusd_epi32(
                 _mm512_dpbusd_epi32(_mm512_setzero_si512(), v0, bcast8(aq)), v1, bcast8(aq + 8));
+            if (i == 3) part = _mm512_srai_epi32(part, 2);  // exact: quarter 3 came as 4 (q + 32)
             isum[c] = _mm512_add_epi32(isum[c], _mm512_mullo_epi32(part, sc[i][kk]));
           }
         }

@@ -37,16 +37,16 @@ struct BlockQ8_0x8 {
 };
 static_assert(sizeof(BlockQ8_0x8) == 8 * 34);
 
-// Q6_K, 8 bytes of a row at a time like Q4_K (row r in int32 lanes 2r, 2r + 1): for half
-// h and k < 4, ql[h][0][k][r] = row r's ql bytes 64h + 8k .. + 7, ql[h][1][k][r] its bytes
-// 64h + 32 + 8k .. + 7, qh[h][k][r] its qh bytes 32h + 8k .. + 7 (see dequantize_row_q6_k
-// for which elements those bits belong to); scales[p][r] = row r's scales of 16-element
-// groups 2p and 2p + 1 (an int16 pair once widened, for the -32 * bsums term).
+// Q6_K, 8 bytes of a row at a time like Q4_K (row r in int32 lanes 2r, 2r + 1), as the
+// 6-bit values v = q + 32 so that three of a half's four quarters decode with one AND: for
+// half h, quarter i < 3 and k < 4, q[h][i][k][r] = row r's elements 128h + 32i + 8k .. + 7
+// in bits 0-5 of each byte, and in bits 6-7 bits 2i, 2i + 1 of the element 96 on (quarter
+// 3, same k). scales[p][r] = row r's scales of 16-element groups 2p and 2p + 1 (an int16
+// pair once widened, for the -32 * bsums term).
 struct BlockQ6_Kx8 {
   uint16_t d[kRows];
   int8_t scales[kQK_K / 32][kRows][2];
-  uint8_t ql[2][2][4][kRows][8];
-  uint8_t qh[2][4][kRows][8];
+  uint8_t q[2][3][4][kRows][8];
 };
 static_assert(sizeof(BlockQ6_Kx8) == 8 * 210);
 

@@ -1,5 +1,5 @@
 // Repacking of 8 weight rows into the x8 layouts of x8_layout.h (TypeKernels::repack_x8).
-// Byte moves only, so this is baseline x86-64 code; the group keeps every bit of the
+// Bit and byte moves only, so this is baseline x86-64 code; the group keeps every bit of the
 // rows (x8_test checks that the rows' dots come out the same through gemm_x8).
 #include <cstring>
 
@@ -14,6 +14,19 @@ namespace {
 template <typename Block>
 const Block& row_block(const void* rows, size_t row_stride, int r, int64_t b) {
   return reinterpret_cast<const Block*>(static_cast<const uint8_t*>(rows) + static_cast<size_t>(r) * row_stride)[b];
+}
+
+// The 6-bit value (q + 32) of element 128h + 32i + l of a Q6_K block (l < 32): see
+// dequantize_row_q6_k; set_q6_value ORs it in (ql and qh start zeroed).
+uint8_t q6_value(const ref::BlockQ6_K& blk, int h, int i, int l) {
+  const int ql = blk.ql[64 * h + 32 * (i % 2) + l] >> (4 * (i / 2));
+  const int qh = blk.qh[32 * h + l] >> (2 * i);
+  return static_cast<uint8_t>((ql & 0x0F) | (qh & 3) << 4);
+}
+
+void set_q6_value(ref::BlockQ6_K& blk, int h, int i, int l, uint8_t v) {
+  blk.ql[64 * h + 32 * (i % 2) + l] |= static_cast<uint8_t>((v & 0x0F) << (4 * (i / 2)));
+  blk.qh[32 * h + l] |= static_cast<uint8_t>((v >> 4) << (2 * i));
 }
 
 }  // namespace
@@ -60,10 +73,12 @@ void repack_q6_k(int64_t n, const void* rows, size_t row_stride, void* group) {
       g[b].d[r] = blk.d;
       for (int s = 0; s < kQK_K / 16; ++s) g[b].scales[s / 2][r][s % 2] = blk.scales[s];
       for (int h = 0; h < 2; ++h) {
-        for (int k = 0; k < 4; ++k) {
-          std::memcpy(g[b].ql[h][0][k][r], blk.ql + 64 * h + 8 * k, 8);
-          std::memcpy(g[b].ql[h][1][k][r], blk.ql + 64 * h + 32 + 8 * k, 8);
-          std::memcpy(g[b].qh[h][k][r], blk.qh + 32 * h + 8 * k, 8);
+        for (int l = 0; l < 32; ++l) {
+          const uint8_t v3 = q6_value(blk, h, 3, l);
+          for (int i = 0; i < 3; ++i) {
+            g[b].q[h][i][l / 8][r][l % 8] =
+                static_cast<uint8_t>(q6_value(blk, h, i, l) | ((v3 >> (2 * i)) & 3) << 6);
+          }
         }
       }
     }
@@ -143,11 +158,17 @@ void unpack_row_q6_k(int64_t n, const void* group, int r, void* row) {
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     out[b].d = g[b].d[r];
     for (int s = 0; s < kQK_K / 16; ++s) out[b].scales[s] = g[b].scales[s / 2][r][s % 2];
+    std::memset(out[b].ql, 0, sizeof out[b].ql);
+    std::memset(out[b].qh, 0, sizeof out[b].qh);
     for (int h = 0; h < 2; ++h) {
-      for (int k = 0; k < 4; ++k) {
-        std::memcpy(out[b].ql + 64 * h + 8 * k, g[b].ql[h][0][k][r], 8);
-        std::memcpy(out[b].ql + 64 * h + 32 + 8 * k, g[b].ql[h][1][k][r], 8);
-        std::memcpy(out[b].qh + 32 * h + 8 * k, g[b].qh[h][k][r], 8);
+      for (int l = 0; l < 32; ++l) {
+        int v3 = 0;
+        for (int i = 0; i < 3; ++i) {
+          const uint8_t packed = g[b].q[h][i][l / 8][r][l % 8];
+          set_q6_value(out[b], h, i, l, packed & 0x3F);
+          v3 |= (packed >> 6) << (2 * i);
+        }
+        set_q6_value(out[b], h, 3, l, static_cast<uint8_t>(v3));
       }
     }
   }
