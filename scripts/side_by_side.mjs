@@ -21,13 +21,25 @@ import {fileURLToPath} from "node:url";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const run = promisify(execFile);
-const {values: opts} = parseArgs({options: {
-  models: {type: "string"},
-  threads: {type: "string", default: "1,2"},
-  runs: {type: "string", default: "3"},
-  p: {type: "string", short: "p", default: "128"},
-  n: {type: "string", short: "n", default: "32"},
-}});
+const usage = "usage: node scripts/side_by_side.mjs [--models a.gguf,b.gguf] [--threads 1,2] [--runs 3] [-p 128] [-n 32]";
+let opts;
+try {
+  ({values: opts} = parseArgs({options: {
+    models: {type: "string"},
+    threads: {type: "string", default: "1,2"},
+    runs: {type: "string", default: "3"},
+    p: {type: "string", short: "p", default: "128"},
+    n: {type: "string", short: "n", default: "32"},
+    help: {type: "boolean", short: "h", default: false},
+  }}));
+} catch (e) {
+  console.error(`side_by_side: ${e.message}\n${usage}`);
+  process.exit(2);
+}
+if (opts.help) {
+  console.log(usage);
+  process.exit(0);
+}
 const runnelBin = process.env.RUNNEL_BIN ?? path.join(root, "build-release/runnel");
 const threadsList = opts.threads.split(",").map(Number);
 const runs = Number(opts.runs), nPrompt = Number(opts.p), nGen = Number(opts.n);

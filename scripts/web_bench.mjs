@@ -14,20 +14,37 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 
 import { launchPersistentChromium } from '../tests/web/lib/browser.mjs';
 import { startServer } from '../tests/web/lib/static_server.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const args = process.argv.slice(2);
-const opt = (name, fallback) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1] : fallback;
-};
-const models = opt('models', ['models/SmolLM2-135M-Instruct.Q4_1.gguf', 'models/bench/llama-1b-q4_0.gguf',
-  'models/bench/llama-1b-q4_k_m.gguf'].join(',')).split(',').map((m) => path.resolve(root, m));
-const threadList = opt('threads', '1,2').split(',').map(Number);
-const runs = Number(opt('runs', '3'));
+const usage = 'usage: node scripts/web_bench.mjs [--models a.gguf,b.gguf] [--threads 1,2] [--runs 3]';
+let opts;
+try {
+  ({ values: opts } = parseArgs({ options: {
+    models: { type: 'string', default: ['models/SmolLM2-135M-Instruct.Q4_1.gguf',
+      'models/bench/llama-1b-q4_0.gguf', 'models/bench/llama-1b-q4_k_m.gguf'].join(',') },
+    threads: { type: 'string', default: '1,2' },
+    runs: { type: 'string', default: '3' },
+    help: { type: 'boolean', short: 'h', default: false },
+  } }));
+} catch (e) {
+  console.error(`web_bench: ${e.message}\n${usage}`);
+  process.exit(2);
+}
+if (opts.help) {
+  console.log(usage);
+  process.exit(0);
+}
+const models = opts.models.split(',').map((m) => path.resolve(root, m));
+const threadList = opts.threads.split(',').map(Number);
+const runs = Number(opts.runs);
+if (threadList.some((t) => !Number.isInteger(t) || t < 1) || !Number.isInteger(runs) || runs < 1) {
+  console.error(`web_bench: --threads needs positive integers and --runs a positive integer\n${usage}`);
+  process.exit(2);
+}
 const nGen = 32;
 const runnelBin = process.env.RUNNEL_BIN ?? path.join(root, 'build-release/runnel');
 
