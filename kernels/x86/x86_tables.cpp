@@ -169,6 +169,9 @@ KernelTable build_avx512_table(const KernelTable& avx2_table) {
   gemm(G::Q8_0, avx512::gemm_q8_0);
   gemm(G::Q4_K, avx512::gemm_q4_k);
   gemm(G::Q6_K, avx512::gemm_q6_k);
+  // The inherited f32 tile for BF16 weights measured 0.83-0.92x of the vdpbf16ps dot
+  // per token (2048 x 256 and 4096 x 128, 64 tokens, Zen 4), so prompts keep the dot.
+  if (cpu_has_avx512_bf16()) gemm(G::BF16, nullptr);
   auto x8 = [&t](GgmlType type,
                  void (*fn)(int64_t, const void*, const void*, size_t, const int32_t*, int, float*, size_t)) {
     t.types[static_cast<uint32_t>(type)].gemm_x8 = fn;

@@ -161,6 +161,7 @@ TEST_CASE("NEON float gemm tiles (F32, F16, BF16) match ref's vec_dot, every til
           "[neon]") {
   for (const KernelTable* t : gemm_tables()) {
     INFO("kernel set " << table_name(t));
+    for (GgmlType type : test::kFloatGemmTypes) REQUIRE(t->of(type).gemm != nullptr);
     test::check_float_gemm_table(*t, {1, 7, 9, 64, 65, 100, 513});
   }
   // Both tables share the float packing and the widening gemm (no bf16 dot in the baseline ISA).

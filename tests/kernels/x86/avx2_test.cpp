@@ -18,6 +18,7 @@
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
 #include "kernels/ref/blocks.h"
+#include "kernels/x86/avx512_dots.h"
 #include "kernels/x86/x86.h"
 #include "tests/kernels/float_gemm_test_util.h"
 #include "tests/kernels/isa_test_util.h"
@@ -335,6 +336,15 @@ TEST_CASE(
     "[avx2]") {
   for (const KernelTable* t : gemm_tables()) {
     INFO("kernel set " << t->isa);
+    // Every float type has a tile, except BF16 in the AVX-512 table on CPUs with
+    // AVX512-BF16, where the per-token vdpbf16ps dot is faster (kernels/x86/x86_tables.cpp).
+    const bool bf16_dot_only = t->isa == "avx512" && cpu_has_avx512_bf16();
+    for (GgmlType type : test::kFloatGemmTypes) {
+      INFO("type " << traits(type).name);
+      const bool expected = !(type == GgmlType::BF16 && bf16_dot_only);
+      REQUIRE((t->of(type).gemm != nullptr) == expected);
+      REQUIRE(t->of(type).gemm_pack != nullptr);
+    }
     test::check_float_gemm_table(*t, {1, 7, 8, 9, 63, 64, 65, 100, 513, 4096});
   }
 }
@@ -562,10 +572,13 @@ TEST_CASE("The AVX-512 table is the AVX2 table with the VNNI gemm and dot entrie
     CHECK((x.vec_dot == nullptr) == (a.vec_dot == nullptr));  // which: avx512_test.cpp
     CHECK(x.quantize_row == a.quantize_row);
     CHECK(x.gemm_pack == a.gemm_pack);
-    CHECK((x.gemm == nullptr) == (a.gemm == nullptr));
-    replaced += x.gemm != a.gemm;
+    // BF16 prompts keep the per-token vdpbf16ps dot where the CPU has it (faster there).
+    const bool dropped = id == static_cast<uint32_t>(GgmlType::BF16) && cpu_has_avx512_bf16();
+    CHECK((x.gemm == nullptr) == (a.gemm == nullptr || dropped));
+    replaced += x.gemm != a.gemm && !dropped;
   }
-  CHECK(replaced == 5);  // Q4_0, Q4_1, Q8_0, Q4_K, Q6_K (Q5_0, Q5_1, Q5_K keep AVX2's)
+  // Q4_0, Q4_1, Q8_0, Q4_K, Q6_K (Q5_0, Q5_1, Q5_K, Q2_K, Q3_K and the float types keep AVX2's)
+  CHECK(replaced == 5);
   REQUIRE(avx512_float_ops() != nullptr);
   CHECK(avx512_float_ops()->isa == "avx512");
 }
