@@ -57,6 +57,16 @@ inline int32_t hsum_i32(v128_t v) {
   return wasm_i32x4_extract_lane(s, 0) + wasm_i32x4_extract_lane(s, 1);
 }
 
+// [sum(s0), sum(s1), sum(s2), sum(s3)] of four int32x4 vectors.
+inline v128_t transpose_sum(v128_t s0, v128_t s1, v128_t s2, v128_t s3) {
+  const v128_t s01 = wasm_i32x4_add(wasm_i32x4_shuffle(s0, s1, 0, 4, 1, 5),
+                                    wasm_i32x4_shuffle(s0, s1, 2, 6, 3, 7));
+  const v128_t s23 = wasm_i32x4_add(wasm_i32x4_shuffle(s2, s3, 0, 4, 1, 5),
+                                    wasm_i32x4_shuffle(s2, s3, 2, 6, 3, 7));
+  return wasm_i32x4_add(wasm_i32x4_shuffle(s01, s23, 0, 1, 4, 5),
+                        wasm_i32x4_shuffle(s01, s23, 2, 3, 6, 7));
+}
+
 inline float hsum_f32(v128_t v) {
   const v128_t s = wasm_f32x4_add(v, wasm_i32x4_shuffle(v, v, 2, 3, 0, 1));
   return wasm_f32x4_extract_lane(s, 0) + wasm_f32x4_extract_lane(s, 1);

@@ -25,16 +25,6 @@ using ref::BlockQ8_1;
 
 namespace {
 
-// [sum(s0), sum(s1), sum(s2), sum(s3)] of four int32x4 vectors.
-inline v128_t transpose_sum(v128_t s0, v128_t s1, v128_t s2, v128_t s3) {
-  const v128_t s01 = wasm_i32x4_add(wasm_i32x4_shuffle(s0, s1, 0, 4, 1, 5),
-                                    wasm_i32x4_shuffle(s0, s1, 2, 6, 3, 7));
-  const v128_t s23 = wasm_i32x4_add(wasm_i32x4_shuffle(s2, s3, 0, 4, 1, 5),
-                                    wasm_i32x4_shuffle(s2, s3, 2, 6, 3, 7));
-  return wasm_i32x4_add(wasm_i32x4_shuffle(s01, s23, 0, 1, 4, 5),
-                        wasm_i32x4_shuffle(s01, s23, 2, 3, 6, 7));
-}
-
 // Four products u[k] * v[k] of f16 fields (raw bits), widened together.
 inline v128_t f16_products4(uint16_t u0, uint16_t u1, uint16_t u2, uint16_t u3, uint16_t v0,
                             uint16_t v1, uint16_t v2, uint16_t v3) {
