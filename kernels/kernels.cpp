@@ -122,6 +122,9 @@ Selection find_isa(std::string_view isa) {
   }
 #endif
 #if defined(RUNNEL_HAVE_WASM_KERNELS)
+  if (isa.empty() || isa == "simd128-relaxed") {
+    if (const KernelTable* t = simd128_relaxed_kernels()) return {t, simd128_float_ops()};
+  }
   if (isa.empty() || isa == "simd128") {
     if (const KernelTable* t = simd128_kernels()) return {t, simd128_float_ops()};
   }

@@ -16,6 +16,7 @@ readonly kDebianPackages=(
   cmake ninja-build g++ emscripten catch2 nlohmann-json3-dev libcpp-httplib-dev
   unicode-data libclang-rt-14-dev python3-pip ccache pkg-config
   g++-aarch64-linux-gnu qemu-user  # NEON kernels, cross-built and run under qemu
+  clang-16 lld-16 llvm-16          # the relaxed-SIMD wasm kernels (kernels/wasm/relaxed)
   chromium wrk                     # the demo page in headless Chromium; the server load test
 )
 

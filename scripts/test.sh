@@ -14,7 +14,8 @@
 #            (-cpu cortex-a53); about 3 minutes from a clean folder and a cold ccache
 #   wasm     Emscripten build of unit_tests in build-wasm, run under node by ctest; then
 #            the runnel-llm module (npm run build in wasm/: build-wasm-module{,-mt})
-#            and its Node tests (node --test tests/wasm/, needs build-release/runnel)
+#            and its Node tests (node --test tests/wasm/, needs build-release/runnel), with
+#            relaxed SIMD on (--experimental-wasm-relaxed-simd) and again without it
 #   web      node --test tests/web/: the demo page and runnel-llm in headless Chromium
 #            (download + OPFS reuse, resume, streamed layers, threads with COOP/COEP, the
 #            npm tarball in a Vite app); needs the wasm stage's build. Screenshots go to
@@ -137,14 +138,17 @@ stage_neon() {
 stage_wasm() {
   begin wasm "Emscripten build of unit_tests, run under node (build-wasm)"
   # The default emulator flag is rejected by Node 20; fetch must be off for wasm loading.
+  # Node 20 runs relaxed SIMD (the relaxed kernel table) only with its flag.
   emcmake cmake -S . -B build-wasm -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    "-DCMAKE_CROSSCOMPILING_EMULATOR=/usr/bin/node;--no-experimental-fetch"
+    "-DCMAKE_CROSSCOMPILING_EMULATOR=/usr/bin/node;--no-experimental-fetch;--experimental-wasm-relaxed-simd"
   ninja -C build-wasm -j"$kJobs" unit_tests
   ctest --test-dir build-wasm --output-on-failure
   (cd wasm && RUNNEL_JOBS="$kJobs" node scripts/build.mjs)
   export RUNNEL_BIN="${RUNNEL_BIN:-$root/build-release/runnel}"
   [ -x "$RUNNEL_BIN" ] || { echo "test.sh: no runnel binary at $RUNNEL_BIN (run the release stage)" >&2; return 1; }
-  node --test tests/wasm/
+  node --experimental-wasm-relaxed-simd --test tests/wasm/
+  echo "-- without relaxed SIMD (Node 20's default): the SIMD128 fallback"
+  node --test --test-name-pattern "relaxed SIMD|info describes" tests/wasm/
   end
 }
 

@@ -35,8 +35,9 @@ export interface LoadOptions {
   sha256?: string;
   /** false: download a URL into memory instead of the OPFS cache. */
   cache?: boolean;
-  /** Force a kernel set: 'ref' (scalar) or 'simd128' (default: the best). */
-  isa?: '' | 'ref' | 'simd128';
+  /** Force a kernel set: 'ref' (scalar), 'simd128', or 'simd128-relaxed' (refused where
+   *  the engine lacks relaxed SIMD). Default: the best the engine runs. */
+  isa?: '' | 'ref' | 'simd128' | 'simd128-relaxed';
   /** Where runnel.mjs / runnel.wasm live (default: the package's dist/). */
   distUrl?: string | URL;
   /** Where worker.js lives (default: next to index.js). */
@@ -58,7 +59,9 @@ export interface ModelInfo {
   threads: number;
   /** Why fewer threads run than were asked for ('' when all run). */
   threadsNote: string;
-  /** The kernel set: 'simd128' or 'ref'. */
+  /** The kernel set: 'simd128-relaxed' (relaxed-SIMD Q4_K / Q6_K products, where the
+   *  engine has relaxed SIMD: Chromium, Node 22, Node 20 with
+   *  --experimental-wasm-relaxed-simd), 'simd128' or 'ref'. */
   simd: string;
   floatOps: string;
   /** True when layers are streamed from the file under memoryBudget. */

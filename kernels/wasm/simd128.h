@@ -69,6 +69,11 @@ void unpack_x8_row_q4_1(int64_t n, const void* group, int r, void* row);
 void unpack_x8_row_q8_0(int64_t n, const void* group, int r, void* row);
 void unpack_x8_row_q4_k(int64_t n, const void* group, int r, void* row);
 void unpack_x8_row_q6_k(int64_t n, const void* group, int r, void* row);
+// The relaxed-SIMD layouts (relaxed/relaxed_layout.h; products in simd128_relaxed.cpp).
+void repack_x8_q4_k_relaxed(int64_t n, const void* rows, size_t row_stride, void* group);
+void repack_x8_q6_k_relaxed(int64_t n, const void* rows, size_t row_stride, void* group);
+void unpack_x8_row_q4_k_relaxed(int64_t n, const void* group, int r, void* row);
+void unpack_x8_row_q6_k_relaxed(int64_t n, const void* group, int r, void* row);
 // a: nc activation rows a_stride apart (Q8_0 for Q4_0 / Q8_0, Q8_1 for Q4_1, Q8_K for
 // Q4_K / Q6_K); a_sums (Q4_0 only): ref::block_sums_q8_0 of those rows, n / 32 per row.
 void gemm_x8_q4_0(int64_t n, const void* group, const void* a, size_t a_stride,

@@ -7,6 +7,7 @@
 #include "kernels/fp16.h"
 #include "kernels/ref/blocks.h"
 #include "kernels/ref/k_quants_common.h"
+#include "kernels/wasm/relaxed/relaxed_layout.h"
 #include "kernels/wasm/simd128.h"
 #include "kernels/wasm/simd128_x8_layout.h"
 
@@ -68,18 +69,20 @@ void lane_order_to_legacy(const uint8_t* in, uint8_t* qs) {
   for (int i = 0; i < 16; ++i) qs[i] = static_cast<uint8_t>(q[i] | q[16 + i] << 4);
 }
 
-// A Q6_K block's 256 quants q - 32 in element order (the loop of ref's
-// dequantize_row_q6_k: for half h and l < 32, one ql / qh byte pair gives 4 elements).
-void q6_k_quants(const ref::BlockQ6_K& blk, int8_t* q) {
+// A Q6_K block's 256 quants in element order (the loop of ref's dequantize_row_q6_k: for
+// half h and l < 32, one ql / qh byte pair gives 4 elements), as q + kBias: int8 q - 32
+// for the SIMD128 layout, uint8 q for the relaxed one.
+template <int kBias, typename T>
+void q6_k_quants(const ref::BlockQ6_K& blk, T* q) {
   for (int h = 0; h < 2; ++h) {
     const uint8_t* ql = blk.ql + 64 * h;
     const uint8_t* qh = blk.qh + 32 * h;
-    int8_t* y = q + 128 * h;
+    T* y = q + 128 * h;
     for (int l = 0; l < 32; ++l) {
-      y[l] = static_cast<int8_t>(((ql[l] & 0x0F) | ((qh[l] & 3) << 4)) - 32);
-      y[l + 32] = static_cast<int8_t>(((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32);
-      y[l + 64] = static_cast<int8_t>(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
-      y[l + 96] = static_cast<int8_t>(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
+      y[l] = static_cast<T>(((ql[l] & 0x0F) | ((qh[l] & 3) << 4)) + kBias);
+      y[l + 32] = static_cast<T>(((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) + kBias);
+      y[l + 64] = static_cast<T>(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) + kBias);
+      y[l + 96] = static_cast<T>(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) + kBias);
     }
   }
 }
@@ -165,7 +168,7 @@ void repack_x8_q6_k(int64_t n, const void* rows, size_t row_stride, void* group)
       const auto& blk = row_block<ref::BlockQ6_K>(rows, row_stride, r, b);
       g[b].d[r] = scale_of(blk.d);
       std::memcpy(g[b].scales[r], blk.scales, sizeof blk.scales);
-      q6_k_quants(blk, g[b].q[r]);
+      q6_k_quants<-32>(blk, g[b].q[r]);
     }
   }
 }
@@ -224,6 +227,80 @@ void unpack_x8_row_q6_k(int64_t n, const void* group, int r, void* row) {
     out[b].d = half_of(g[b].d[r]);
     std::memcpy(out[b].scales, g[b].scales[r], sizeof out[b].scales);
     q6_k_pack(g[b].q[r], out[b]);
+  }
+}
+
+// ---------------------------------------------------------------- relaxed-SIMD layouts
+
+void repack_x8_q4_k_relaxed(int64_t n, const void* rows, size_t row_stride, void* group) {
+  auto* g = static_cast<relaxed::BlockQ4_Kx8R*>(group);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    for (int r = 0; r < kRows; ++r) {
+      const auto& blk = row_block<ref::BlockQ4_K>(rows, row_stride, r, b);
+      g[b].d[r] = scale_of(blk.d);
+      g[b].dmin[r] = scale_of(blk.dmin);
+      for (int s = 0; s < 8; ++s)
+        ref::unpack_scale_min_k4(s, blk.scales, &g[b].sc[s][r], &g[b].m[r][s]);
+      // 32-byte chunk c: low nibbles are sub-block 2c, high nibbles sub-block 2c + 1.
+      for (int s = 0; s < 8; ++s) {
+        const uint8_t* qs = blk.qs + 32 * (s / 2);
+        const int shift = 4 * (s % 2);
+        for (int i = 0; i < 16; ++i) {
+          g[b].qs[r][s][i] =
+              static_cast<uint8_t>(((qs[i] >> shift) & 0x0F) | ((qs[16 + i] >> shift) & 0x0F) << 4);
+        }
+      }
+    }
+  }
+}
+
+void unpack_x8_row_q4_k_relaxed(int64_t n, const void* group, int r, void* row) {
+  const auto* g = static_cast<const relaxed::BlockQ4_Kx8R*>(group);
+  auto* out = static_cast<ref::BlockQ4_K*>(row);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    out[b].d = half_of(g[b].d[r]);
+    out[b].dmin = half_of(g[b].dmin[r]);
+    uint8_t sc[8];
+    for (int s = 0; s < 8; ++s) sc[s] = g[b].sc[s][r];
+    ref::pack_scale_min_k4(sc, g[b].m[r], out[b].scales);
+    for (int c = 0; c < 4; ++c) {
+      const uint8_t* lo = g[b].qs[r][2 * c];      // sub-block 2c: the low nibbles
+      const uint8_t* hi = g[b].qs[r][2 * c + 1];  // sub-block 2c + 1: the high nibbles
+      for (int i = 0; i < 16; ++i) {
+        out[b].qs[32 * c + i] = static_cast<uint8_t>((lo[i] & 0x0F) | (hi[i] & 0x0F) << 4);
+        out[b].qs[32 * c + 16 + i] = static_cast<uint8_t>((lo[i] >> 4) | (hi[i] >> 4) << 4);
+      }
+    }
+  }
+}
+
+void repack_x8_q6_k_relaxed(int64_t n, const void* rows, size_t row_stride, void* group) {
+  auto* g = static_cast<relaxed::BlockQ6_Kx8R*>(group);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    for (int r = 0; r < kRows; ++r) {
+      const auto& blk = row_block<ref::BlockQ6_K>(rows, row_stride, r, b);
+      g[b].d[r] = scale_of(blk.d);
+      for (int j = 0; j < 8; ++j) {
+        g[b].scales[j][r / 4][2 * (r % 4)] = blk.scales[2 * j];
+        g[b].scales[j][r / 4][2 * (r % 4) + 1] = blk.scales[2 * j + 1];
+      }
+      q6_k_quants<0>(blk, g[b].q[r]);
+    }
+  }
+}
+
+void unpack_x8_row_q6_k_relaxed(int64_t n, const void* group, int r, void* row) {
+  const auto* g = static_cast<const relaxed::BlockQ6_Kx8R*>(group);
+  auto* out = static_cast<ref::BlockQ6_K*>(row);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    out[b].d = half_of(g[b].d[r]);
+    for (int j = 0; j < 8; ++j) {
+      out[b].scales[2 * j] = g[b].scales[j][r / 4][2 * (r % 4)];
+      out[b].scales[2 * j + 1] = g[b].scales[j][r / 4][2 * (r % 4) + 1];
+    }
+    int8_t q[kQK_K];
+    for (int i = 0; i < kQK_K; ++i) q[i] = static_cast<int8_t>(g[b].q[r][i] - 32);
+    q6_k_pack(q, out[b]);
   }
 }
 

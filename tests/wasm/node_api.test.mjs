@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +29,13 @@ const kPrompts = [
 // (native ref / AVX2 / AVX-512 and wasm SIMD128); see the comment at their test.
 const kRobustPrompts = ['1, 2, 3, 4, 5,', 'The chemical symbol for water is', 'To make a cup of tea, first'];
 const kTokens = 32;
+
+// Does this engine run relaxed SIMD? (A module of one i16x8.relaxed_dot_i8x16_i7x16_s:
+// Node 20 validates it only with --experimental-wasm-relaxed-simd.)
+const zeros = new Array(16).fill(0);
+const kRelaxedProbe = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 0x60, 0, 1, 0x7b, 3, 2, 1, 0,
+  10, 43, 1, 41, 0, 0xfd, 0x0c, ...zeros, 0xfd, 0x0c, ...zeros, 0xfd, 0x92, 0x02, 0x0b]);
+const kSimd = WebAssembly.validate(kRelaxedProbe) ? 'simd128-relaxed' : 'simd128';
 
 // `runnel run` ends its output with one newline of its own.
 function nativeGreedy(prompt, isa = '', extra = []) {
@@ -63,7 +71,7 @@ describe('runnel-llm in Node', () => {
     assert.equal(i.contextSize, 512);
     assert.equal(i.threads, 1);
     assert.match(i.threadsNote, /one thread|single-threaded/);
-    assert.equal(i.simd, 'simd128');
+    assert.equal(i.simd, kSimd);
     assert.equal(i.streaming, false);
     assert.equal(i.weightsResidentBytes >= i.fileBytes, true);
   });
@@ -227,5 +235,32 @@ describe('runnel-llm: loading', () => {
     await assert.rejects(loadModel({ bytes: new TextEncoder().encode('not a gguf file at all') }), /magic|GGUF/i);
     await assert.rejects(loadModel({ path: modelPath }, { threads: 0 }), /threads/);
     await assert.rejects(loadModel({ path: modelPath }, { memoryBudget: 1 << 20 }), /does not fit/);
+  });
+});
+
+describe('runnel-llm: relaxed SIMD', () => {
+  // The relaxed-SIMD Q4_K / Q6_K products (kernels/wasm/relaxed) sum the same integers as
+  // the SIMD128 ones and scale them with the same float steps, so a K-quant model gives
+  // the same tokens with either. test.sh runs this file with and without
+  // --experimental-wasm-relaxed-simd (the fallback to SIMD128 must work too).
+  test(`${kSimd} is chosen; a Q4_K_M model gives the same greedy text as with SIMD128`, async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'runnel-relaxed-'));
+    const file = path.join(dir, 'tiny-q4_k_m.gguf');
+    try {
+      execFileSync(runnelBin, ['synth-model', '--shape', 'tiny', '--type', 'q4_k_m', '--tokenizer-from', modelPath,
+        '-o', file], { stdio: 'ignore' });
+      const texts = [];
+      for (const isa of ['', 'simd128']) {
+        const model = await loadModel({ path: file }, { contextSize: 256, isa });
+        assert.equal(model.info.simd, isa || kSimd);
+        const session = model.createSession();
+        texts.push(await collect(session.generate('The capital of France is', { temperature: 0, maxTokens: 24 })));
+        await model.dispose();
+      }
+      assert.ok(texts[0].length > 0);
+      assert.equal(texts[0], texts[1]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -3,11 +3,14 @@
 // does: first visit downloads with progress into OPFS and chats; a second visit loads
 // from OPFS with no request for the model; an interrupted download resumes with a
 // Range request; a memoryBudget below the model streams layers and gives the same
-// reply; with COOP/COEP the pthreads build runs 2 threads, same reply. A screenshot
+// reply; with COOP/COEP the pthreads build runs 2 threads, same reply, and a K-quant
+// model's relaxed-SIMD products in its workers give the SIMD128 text. A screenshot
 // of the chat is saved to $RUNNEL_ARTIFACTS (default build-web-artifacts/).
 // Needs `npm run build` in wasm/ (web/runnel-llm/) and npm install in tests/web/.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +22,8 @@ import { startServer } from './lib/static_server.mjs';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const modelPath = process.env.RUNNEL_MODEL ?? path.join(root, 'models/SmolLM2-135M-Instruct.Q4_1.gguf');
 const modelRoute = `/models/${path.basename(modelPath)}`;
+const kTinyRoute = '/models/tiny-q4_k_m.gguf';
+const runnelBin = process.env.RUNNEL_BIN ?? path.join(root, 'build-release/runnel');
 const artifacts = process.env.RUNNEL_ARTIFACTS ?? path.join(root, 'build-web-artifacts');
 const kQuestion = 'Name three colours of the rainbow.';
 const kQuery = 'autoload&temperature=0&maxTokens=24&context=1024';
@@ -86,7 +91,7 @@ describe('demo page in Chromium', () => {
       const first = modelRequests(server);
       assert.equal(first.length, 1, JSON.stringify(first));
       assert.equal(first[0].status, 200);
-      assert.match(await page.textContent('#model-info'), /30 layers.*simd128/);
+      assert.match(await page.textContent('#model-info'), /30 layers.*simd128-relaxed/);
       assert.match(await page.textContent('#model-info'), /1 thread \(the page is not cross-origin isolated/);
       const reply = await chat(page);
       assert.equal(reply, expected);
@@ -218,8 +223,13 @@ describe('demo page in Chromium', () => {
 describe('demo page, cross-origin isolated', () => {
   test('COOP/COEP: the pthreads build runs 2 threads with the same reply', async () => {
     const expected = await nodeReply();
+    // A tiny synthetic Q4_K_M model (random weights: the text is noise, but deterministic).
+    const tinyDir = fs.mkdtempSync(path.join(os.tmpdir(), 'runnel-tiny-'));
+    const tinyPath = path.join(tinyDir, 'tiny-q4_k_m.gguf');
+    execFileSync(runnelBin, ['synth-model', '--shape', 'tiny', '--type', 'q4_k_m', '--tokenizer-from', modelPath,
+      '-o', tinyPath], { stdio: 'ignore' });
     const server = await startServer({ routes: [{ prefix: '/', dir: path.join(root, 'web') }],
-      files: { [modelRoute]: modelPath }, isolate: true });
+      files: { [modelRoute]: modelPath, [kTinyRoute]: tinyPath }, isolate: true });
     const browser = await launchChromium();
     try {
       const page = await browser.newPage();
@@ -242,9 +252,29 @@ describe('demo page, cross-origin isolated', () => {
         }
       }, `${server.url}${modelRoute}`);
       assert.match(error, /does not fit memoryBudget 1\.0 MiB/);
+      // A K-quant model on 2 threads: the relaxed-SIMD Q4_K / Q6_K products run in the
+      // pool's workers too (each installs the kernel module in its own function table)
+      // and give the single-threaded SIMD128 text.
+      const runs = await page.evaluate(async (url) => {
+        const { loadModel } = await import('./runnel-llm/js/index.js');
+        const generate = async (options) => {
+          const model = await loadModel({ url }, { ...options, cache: false, contextSize: 256 });
+          let text = '';
+          for await (const p of model.createSession().generate('The capital of France is',
+            { temperature: 0, maxTokens: 24 })) text += p;
+          const { simd, threads } = model.info;
+          await model.dispose();
+          return { text, simd, threads };
+        };
+        return [await generate({ threads: 2 }), await generate({ threads: 1, isa: 'simd128' })];
+      }, `${server.url}${kTinyRoute}`);
+      assert.deepEqual(runs.map((r) => [r.simd, r.threads]), [['simd128-relaxed', 2], ['simd128', 1]]);
+      assert.ok(runs[0].text.length > 0);
+      assert.equal(runs[0].text, runs[1].text);
     } finally {
       await browser.close();
       await server.close();
+      fs.rmSync(tinyDir, { recursive: true, force: true });
     }
   });
 });

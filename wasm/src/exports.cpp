@@ -229,7 +229,8 @@ EMSCRIPTEN_KEEPALIVE const char* rn_last_error() { return g_error.c_str(); }
 // Picks the kernel table ("" = best; "ref" forces the scalar one). 1 on success.
 EMSCRIPTEN_KEEPALIVE int rn_select_isa(const char* isa) {
   if (select_kernels(isa)) return 1;
-  g_error = std::string("unknown ISA '") + isa + "' (this build has: simd128, ref)";
+  g_error = std::string("unknown ISA '") + isa +
+            "' (this build has: simd128-relaxed where the engine runs relaxed SIMD, simd128, ref)";
   return 0;
 }
 

@@ -526,6 +526,111 @@ TEST_CASE("SIMD128 x8: Q4_0 nibble 0 (-8) against -127 in every element, with th
   }
 }
 
+// ---------------------------------------------------------------- relaxed-SIMD x8 products
+
+// The relaxed table exists where the engine validates relaxed SIMD: test.sh runs node with
+// --experimental-wasm-relaxed-simd (Node 22 and Chromium have it on by default).
+const KernelTable& relaxed() {
+  const KernelTable* t = simd128_relaxed_kernels();
+  INFO(
+      "no relaxed-SIMD table: run node with --experimental-wasm-relaxed-simd, and build with "
+      "clang++-16");
+  REQUIRE(t != nullptr);
+  return *t;
+}
+
+TEST_CASE("Relaxed-SIMD x8 products match ref's vec_dot on random and adversarial rows",
+          "[simd128][relaxed]") {
+  test::check_x8_table(relaxed());
+}
+
+TEST_CASE("Relaxed-SIMD x8: the largest int16 pair sums (Q4_K 15 x -128, Q6_K 63 x -128)",
+          "[simd128][relaxed]") {
+  // i16x8.relaxed_dot_i8x16_i7x16_s sums neighbouring products in int16: the largest
+  // quants against the activation bytes -128 and 127, with the largest scales and mins.
+  const int64_t n = 512;
+  for (GgmlType wt : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+    for (int8_t a : {int8_t{-128}, int8_t{127}}) {
+      INFO("type " << traits(wt).name << ", activation quants " << int{a});
+      Rng rng(7);
+      std::vector<std::vector<uint8_t>> rows;
+      for (int r = 0; r < kX8Rows; ++r) {
+        rows.push_back(raw_weight_row(wt, n, rng,
+                                      r % 2 ? test::ByteMode::kAllOnes : test::ByteMode::kAllZero));
+      }
+      std::vector<uint8_t> act(row_bytes(GgmlType::Q8_K, n));
+      auto* blk = reinterpret_cast<ref::BlockQ8_K*>(act.data());
+      for (int64_t b = 0; b < n / kQK_K; ++b) {
+        blk[b].d = 1.0f;
+        for (auto& q : blk[b].qs) q = a;
+        for (auto& s : blk[b].bsums) s = static_cast<int16_t>(16 * a);
+      }
+      test::check_gemm_x8(relaxed(), wt, rows, {act, act}, n);
+    }
+  }
+}
+
+TEST_CASE("Relaxed-SIMD x8 products equal the SIMD128 x8 products bit for bit",
+          "[simd128][relaxed]") {
+  // Both sum the same exact integers per block and scale them with the same float steps,
+  // so a model gives the same tokens with either table.
+  for (GgmlType wt : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+    for (int64_t n : kLengths) {
+      INFO("type " << traits(wt).name << ", n " << n);
+      Rng rng(static_cast<uint64_t>(n) + 3);
+      std::vector<uint8_t> rows, acts;
+      for (int r = 0; r < kX8Rows; ++r) {
+        const auto row = r < 6 ? quantize_with(ref_kernels(), wt, make_row(RowKind::kBell, rng, n))
+                               : raw_weight_row(wt, n, rng, test::ByteMode::kRandom);
+        rows.insert(rows.end(), row.begin(), row.end());
+      }
+      const int nc = 3;
+      for (int c = 0; c < nc; ++c) {
+        const auto act = c == 2 ? raw_activation_row(GgmlType::Q8_K, n, rng, true)
+                                : quantize_with(ref_kernels(), GgmlType::Q8_K,
+                                                make_row(RowKind::kHeavy, rng, n));
+        acts.insert(acts.end(), act.begin(), act.end());
+      }
+      std::vector<float> out[2];
+      int t = 0;
+      for (const KernelTable* table : {&simd(), &relaxed()}) {
+        const TypeKernels& k = table->of(wt);
+        std::vector<uint8_t> group(x8_group_bytes(k, wt, n));
+        k.repack_x8(n, rows.data(), row_bytes(wt, n), group.data());
+        out[t].assign(nc * kX8Rows, 0.0f);
+        k.gemm_x8(n, group.data(), acts.data(), row_bytes(GgmlType::Q8_K, n), nullptr, nc,
+                  out[t].data(), kX8Rows);
+        ++t;
+      }
+      for (size_t i = 0; i < out[0].size(); ++i) {
+        INFO("output " << i << ": " << out[0][i] << " vs " << out[1][i]);
+        CHECK(test::bits_of(out[0][i]) == test::bits_of(out[1][i]));
+      }
+    }
+  }
+}
+
+TEST_CASE("The relaxed table is the SIMD128 table with its Q4_K and Q6_K x8 entries replaced",
+          "[simd128][relaxed]") {
+  const KernelTable& t = relaxed();
+  CHECK(t.isa == "simd128-relaxed");
+  int replaced = 0;
+  for (uint32_t id = 0; id < kGgmlTypeIdLimit; ++id) {
+    const TypeKernels& s = simd().types[id];
+    const TypeKernels& x = t.types[id];
+    INFO("type id " << id);
+    CHECK(x.vec_dot == s.vec_dot);
+    CHECK(x.quantize_row == s.quantize_row);
+    CHECK(x.gemm == s.gemm);
+    CHECK(x.x8_block_bytes == s.x8_block_bytes);  // same group sizes: same memory plan
+    replaced += (x.repack_x8 != s.repack_x8) + (x.gemm_x8 != s.gemm_x8) +
+                (x.unpack_x8_row != s.unpack_x8_row);
+  }
+  CHECK(replaced == 6);
+  CHECK(t.of(GgmlType::Q4_K).repack_x8 == simd128::repack_x8_q4_k_relaxed);
+  CHECK(t.of(GgmlType::Q6_K).repack_x8 == simd128::repack_x8_q6_k_relaxed);
+}
+
 // ---------------------------------------------------------------- table and dispatch
 
 TEST_CASE("The SIMD128 table is the ref table with the SIMD128 entries swapped in", "[simd128]") {
@@ -579,12 +684,15 @@ TEST_CASE("The SIMD128 table is the ref table with the SIMD128 entries swapped i
   CHECK(r.dot_f16_f32 == nullptr);
 }
 
-TEST_CASE("select_kernels picks SIMD128 automatically and can still force ref", "[simd128]") {
+TEST_CASE("select_kernels picks relaxed SIMD automatically and can still force SIMD128 or ref",
+          "[simd128]") {
   CHECK(select_kernels(""));
-  CHECK(&kernels() == simd128_kernels());
-  CHECK(kernels().isa == "simd128");
+  CHECK(&kernels() == &relaxed());
+  CHECK(kernels().isa == "simd128-relaxed");
   CHECK(&float_ops() == simd128_float_ops());
   CHECK(float_ops().isa == "simd128");
+  CHECK(select_kernels("simd128-relaxed"));
+  CHECK(&kernels() == &relaxed());
   CHECK(select_kernels("ref"));
   CHECK(&kernels() == &ref_kernels());
   CHECK(&float_ops() == &ref_float_ops());

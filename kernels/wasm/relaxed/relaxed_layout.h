@@ -1,0 +1,49 @@
+// The x8 layouts of the relaxed-SIMD kernels (relaxed_kernels.cpp), shared by that
+// module and the main one (which repacks into them: simd128_x8_repack.cpp). Plain C
+// types only: the kernel module is built by clang++-16 without a C++ library.
+//
+// i16x8.relaxed_dot_i8x16_i7x16_s multiplies 16 signed activation bytes by 16 weight
+// bytes in [0, 127] and adds neighbouring products into int16 lanes (pmaddubsw on x86,
+// 16 products per instruction against i32x4.dot_i16x8's 8). So the weights are stored as
+// unsigned bytes the instruction reads directly, one row per 16-byte load, and each row's
+// 16 int16 lanes get their scale from one i32x4.dot_i16x8. The group sizes equal the
+// SIMD128 layouts' (simd128_x8_layout.h), so the memory plan does not change.
+#pragma once
+
+#include <stdint.h>
+
+namespace runnel::simd128::relaxed {
+
+constexpr int kRows = 8;
+
+// The Q8_K activation block (ref::BlockQ8_K; simd128_relaxed.cpp checks they agree).
+struct ActQ8K {
+  float d;
+  int8_t qs[256];
+  int16_t bsums[16];
+};
+
+// Q4_K: d, dmin and the 6-bit scales / mins as in BlockQ4_Kx8 (sc[s][r], m[r][s]);
+// qs[r][s][i] holds element i of sub-block s in its low nibble and element 16 + i in its
+// high nibble, so one load and two masks give two 16-element halves in element order.
+struct BlockQ4_Kx8R {
+  float d[kRows];
+  float dmin[kRows];
+  uint8_t sc[8][kRows];
+  uint8_t m[kRows][8];
+  uint8_t qs[kRows][8][16];
+};
+static_assert(sizeof(BlockQ4_Kx8R) == 8 * 144 + 64, "same size as BlockQ4_Kx8");
+
+// Q6_K: q[r][i] = element i's 6-bit quant in [0, 63] (the kernel subtracts 32 through the
+// activation's group sums). scales[j][h] holds the scales of groups 2j and 2j + 1 of rows
+// 4h .. 4h + 3 as pairs: [r0 g2j, r0 g2j+1, r1 g2j, r1 g2j+1, ...], which is both the
+// per-row splat source and, dotted with the pair of group sums, the -32 term.
+struct BlockQ6_Kx8R {
+  float d[kRows];
+  int8_t scales[8][2][8];
+  uint8_t q[kRows][256];
+};
+static_assert(sizeof(BlockQ6_Kx8R) == 32 + 8 * 16 + 8 * 256, "same size as BlockQ6_Kx8");
+
+}  // namespace runnel::simd128::relaxed

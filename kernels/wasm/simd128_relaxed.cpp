@@ -1,0 +1,123 @@
+// The relaxed-SIMD kernel table: the SIMD128 table with Q4_K and Q6_K x8 products from
+// the relaxed kernel module (relaxed/relaxed_kernels.cpp, built by clang++-16 and embedded
+// as bytes by relaxed/embed.cmake).
+//
+// How the module is reached: on first use in each thread, rn_relaxed_install compiles the
+// embedded bytes, instantiates them over this module's memory and puts their exports in
+// this module's function table at the same indices in every thread (tables are per
+// thread, memory is shared). The x8 entries then call those indices as ordinary function
+// pointers: a wasm-to-wasm call_indirect, no JavaScript in between. Where the engine does
+// not validate relaxed SIMD (Node 20 without --experimental-wasm-relaxed-simd, older
+// browsers), the install fails and simd128_relaxed_kernels() is null: automatic selection
+// then takes the SIMD128 table.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "kernels/ref/blocks.h"
+#include "kernels/wasm/relaxed/relaxed_layout.h"
+#include "kernels/wasm/simd128.h"
+#include "kernels/wasm/wasm.h"
+
+#if defined(RUNNEL_HAVE_RELAXED_MODULE)
+#include <emscripten.h>
+
+#include "relaxed_kernels_wasm.h"
+
+// Compiles and instantiates the module (bytes at code, size bytes) over this memory and
+// stores its two products at table indices at, at + 1 (at < 0: at the table's end).
+// Returns the first index, or -1 when the engine refuses relaxed SIMD.
+// clang-format off
+EM_JS(int, rn_relaxed_install, (const unsigned char* code, int size, int at), {
+  try {
+    const bytes = new Uint8Array(wasmMemory.buffer, code >>> 0, size).slice();
+    if (!WebAssembly.validate(bytes)) return -1;
+    const instance = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { memory: wasmMemory } });
+    const fns = [instance.exports.gemm_x8_q4_k, instance.exports.gemm_x8_q6_k];
+    if (at < 0) at = wasmTable.length;
+    if (wasmTable.length < at + fns.length) wasmTable.grow(at + fns.length - wasmTable.length);
+    for (let i = 0; i < fns.length; i++) wasmTable.set(at + i, fns[i]);
+    return at;
+  } catch (e) {
+    return -1;
+  }
+});
+// clang-format on
+#endif
+
+namespace runnel {
+namespace {
+
+namespace rx = simd128::relaxed;
+static_assert(sizeof(rx::ActQ8K) == sizeof(ref::BlockQ8_K));
+static_assert(offsetof(rx::ActQ8K, qs) == offsetof(ref::BlockQ8_K, qs));
+static_assert(offsetof(rx::ActQ8K, bsums) == offsetof(ref::BlockQ8_K, bsums));
+
+#if defined(RUNNEL_HAVE_RELAXED_MODULE)
+
+// The module's export type: (super-blocks, group, activation rows, their stride in bytes,
+// rows, out, out stride in floats).
+using ModuleGemm = void (*)(int32_t, const void*, const void*, int32_t, int32_t, float*, int32_t);
+enum Entry { kQ4_K = 0, kQ6_K = 1 };
+
+int g_first_index = -1;  // set once, by the thread that builds the table
+thread_local bool t_installed = false;
+
+ModuleGemm module_entry(Entry e) {
+  if (!t_installed) {
+    // A worker's first product: the same indices as the building thread's.
+    if (rn_relaxed_install(kRelaxedKernelsWasm, sizeof kRelaxedKernelsWasm, g_first_index) !=
+        g_first_index) {
+      std::fprintf(stderr, "runnel: the relaxed SIMD kernels did not load in a worker thread\n");
+      std::abort();
+    }
+    t_installed = true;
+  }
+  return reinterpret_cast<ModuleGemm>(static_cast<uintptr_t>(g_first_index + e));
+}
+
+template <Entry e>
+void gemm_x8(int64_t n, const void* group, const void* a, size_t a_stride,
+             const int32_t* /*a_sums*/, int nc, float* out, size_t out_stride) {
+  module_entry(e)(static_cast<int32_t>(n / kQK_K), group, a, static_cast<int32_t>(a_stride), nc,
+                  out, static_cast<int32_t>(out_stride));
+}
+
+const KernelTable* build_relaxed_table() {
+  g_first_index = rn_relaxed_install(kRelaxedKernelsWasm, sizeof kRelaxedKernelsWasm, -1);
+  if (g_first_index < 0) return nullptr;
+  t_installed = true;
+  static KernelTable t = *simd128_kernels();
+  t.isa = "simd128-relaxed";
+  auto x8 =
+      [](GgmlType type, void (*repack)(int64_t, const void*, size_t, void*),
+         void (*fn)(int64_t, const void*, const void*, size_t, const int32_t*, int, float*, size_t),
+         void (*unpack)(int64_t, const void*, int, void*), uint32_t block_bytes) {
+        TypeKernels& k = t.types[static_cast<uint32_t>(type)];
+        k.repack_x8 = repack;
+        k.gemm_x8 = fn;
+        k.unpack_x8_row = unpack;
+        k.x8_block_bytes = block_bytes;
+      };
+  x8(GgmlType::Q4_K, simd128::repack_x8_q4_k_relaxed, gemm_x8<kQ4_K>,
+     simd128::unpack_x8_row_q4_k_relaxed, sizeof(rx::BlockQ4_Kx8R));
+  x8(GgmlType::Q6_K, simd128::repack_x8_q6_k_relaxed, gemm_x8<kQ6_K>,
+     simd128::unpack_x8_row_q6_k_relaxed, sizeof(rx::BlockQ6_Kx8R));
+  return &t;
+}
+
+#endif
+
+}  // namespace
+
+const KernelTable* simd128_relaxed_kernels() {
+#if defined(RUNNEL_HAVE_RELAXED_MODULE)
+  static const KernelTable* const table = build_relaxed_table();
+  return table;
+#else
+  return nullptr;
+#endif
+}
+
+}  // namespace runnel
