@@ -3,7 +3,7 @@
 // module's memory (simd128_relaxed.cpp), where the engine validates relaxed SIMD.
 // Its functions are called through the main module's function table, wasm to wasm.
 //
-// Rules of this module (relaxed_module.mjs checks the first two when it embeds it):
+// Rules of this module (embed.cmake checks the first one when it embeds the module):
 //  - it has no globals, no data and no stack: everything lives in locals, so nothing it
 //    does touches memory except the loads and stores written here;
 //  - its only import is the memory;
@@ -12,7 +12,8 @@
 //
 // Per block and per half group (4 rows), each row's int16 pair sums of 32 (Q4_K) or 16
 // (Q6_K) products get the row's sub-block scale from one i32x4.dot_i16x8 and are summed
-// in int32; the 4 rows' int32 vectors are transposed into one (lane r = row r) and scaled
+// in int32 (Q4_K: two tokens at a time when there are several, one unpacking of the
+// nibbles for both); the 4 rows' int32 vectors are transposed into one (lane r = row r) and scaled
 // with the rows' float scales, as in the SIMD128 kernels (simd128_x8.cpp). Integer sums
 // are exact, so the results agree with ref's vec_dot to float rounding.
 #include <stdint.h>
@@ -42,10 +43,15 @@ inline v128_t transpose_sum(v128_t s0, v128_t s1, v128_t s2, v128_t s3) {
                         wasm_i32x4_shuffle(s01, s23, 2, 3, 6, 7));
 }
 
-// int16 lane k of v in all 8 lanes.
+// int32 lane k of v in all 4 lanes (one pshufd: cheaper than a 16-bit splat).
 template <int k>
-inline v128_t splat16(v128_t v) {
-  return wasm_i16x8_shuffle(v, v, k, k, k, k, k, k, k, k);
+inline v128_t splat32(v128_t v) {
+  return wasm_i32x4_shuffle(v, v, k, k, k, k);
+}
+
+// int16 lanes 0..3 of v, each doubled: (v0, v0, v1, v1, v2, v2, v3, v3).
+inline v128_t dup16_low(v128_t v) {
+  return wasm_i16x8_shuffle(v, v, 0, 8, 1, 9, 2, 10, 3, 11);
 }
 
 // The 8 sums of 32 activation quants (from the 16 sums of 16) as int16 lanes.
@@ -55,60 +61,88 @@ inline v128_t sums32(const ActQ8K& y) {
   return wasm_i16x8_narrow_i32x4(lo, hi);
 }
 
-// Q4_K, one sub-block of row r: (q . a) in int16 pairs (|lane| <= 4 * 15 * 128), times
-// the row's scale into int32: |row total| <= 8 * 63 * 32 * 15 * 128.
-template <int r>
-inline v128_t q4_k_sub(const uint8_t* qs, v128_t a_lo, v128_t a_hi, v128_t sc, v128_t mask) {
+// Q4_K, one sub-block of row r against kT tokens: (q . a) in int16 pairs (|lane| <= 4 * 15
+// * 128), times the row's scale into int32 (|row total| <= 8 * 63 * 32 * 15 * 128). The
+// nibbles are unpacked once for all kT tokens (prefill: kT = 2 halves the unpacking).
+template <int r, int kT>
+inline void q4_k_sub(const uint8_t* qs, const v128_t (&a_lo)[kT], const v128_t (&a_hi)[kT],
+                     v128_t sc, v128_t mask, v128_t (&row)[kT]) {
   const v128_t v = load(qs);
-  const v128_t p = wasm_i16x8_add(dot_u7(a_lo, wasm_v128_and(v, mask)),
-                                  dot_u7(a_hi, wasm_v128_and(wasm_u16x8_shr(v, 4), mask)));
-  return wasm_i32x4_dot_i16x8(p, splat16<r>(sc));
+  const v128_t lo = wasm_v128_and(v, mask);
+  const v128_t hi = wasm_v128_and(wasm_u16x8_shr(v, 4), mask);
+  const v128_t scale = splat32<r>(sc);
+  for (int t = 0; t < kT; ++t) {
+    const v128_t p = wasm_i16x8_add(dot_u7(a_lo[t], lo), dot_u7(a_hi[t], hi));
+    row[t] = wasm_i32x4_add(row[t], wasm_i32x4_dot_i16x8(p, scale));
+  }
 }
 
-// Row r's block = d sum_s sc_s (q_s . a_s) - dmin sum_s m_s sum(a_s), times d_a.
-void q4_k_rows(int32_t nb, const BlockQ4_Kx8R* g, const ActQ8K* y, float* out) {
+// Rows 4h + r and 4h + r + 1 of block b over its 8 sub-blocks, against kT tokens.
+template <int r, int kT>
+inline void q4_k_two_rows(const BlockQ4_Kx8R& blk, int h, const ActQ8K* const (&y)[kT], int32_t b,
+                          v128_t mask, v128_t (&row_a)[kT], v128_t (&row_b)[kT]) {
+  for (int s = 0; s < 8; ++s) {
+    v128_t a_lo[kT], a_hi[kT];
+    for (int t = 0; t < kT; ++t) {
+      a_lo[t] = load(y[t][b].qs + 32 * s);
+      a_hi[t] = load(y[t][b].qs + 32 * s + 16);
+    }
+    const v128_t sc =
+        dup16_low(wasm_u16x8_extend_low_u8x16(wasm_v128_load32_zero(&blk.sc[s][4 * h])));
+    q4_k_sub<r>(blk.qs[4 * h + r][s], a_lo, a_hi, sc, mask, row_a);
+    q4_k_sub<r + 1>(blk.qs[4 * h + r + 1][s], a_lo, a_hi, sc, mask, row_b);
+  }
+}
+
+// Row r's block = d sum_s sc_s (q_s . a_s) - dmin sum_s m_s sum(a_s), times d_a, for
+// kT activation rows a_stride bytes apart (outputs out_stride floats apart).
+template <int kT>
+void q4_k_rows(int32_t nb, const BlockQ4_Kx8R* g, const uint8_t* a, int32_t a_stride, float* out,
+               int32_t out_stride) {
+  const ActQ8K* y[kT];
+  for (int t = 0; t < kT; ++t) y[t] = reinterpret_cast<const ActQ8K*>(a + t * a_stride);
   const v128_t mask = wasm_i8x16_splat(0x0F);
-  v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
+  v128_t acc[kT][2];
+  for (int t = 0; t < kT; ++t) acc[t][0] = acc[t][1] = wasm_f32x4_splat(0.0f);
   for (int32_t b = 0; b < nb; ++b) {
     const BlockQ4_Kx8R& blk = g[b];
-    const v128_t da = wasm_f32x4_splat(y[b].d);
-    const v128_t s32 = sums32(y[b]);
+    // Unrolled: acc[t][h] must stay in locals (this module has no stack).
+#pragma clang loop unroll(full)
     for (int h = 0; h < 2; ++h) {
-      v128_t row0 = wasm_i32x4_splat(0), row1 = row0, row2 = row0, row3 = row0;
-      for (int s = 0; s < 8; ++s) {
-        const v128_t a_lo = load(y[b].qs + 32 * s);
-        const v128_t a_hi = load(y[b].qs + 32 * s + 16);
-        const v128_t sc = wasm_u16x8_extend_low_u8x16(wasm_v128_load32_zero(&blk.sc[s][4 * h]));
-        const uint8_t(*qs)[8][16] = blk.qs + 4 * h;
-        row0 = wasm_i32x4_add(row0, q4_k_sub<0>(qs[0][s], a_lo, a_hi, sc, mask));
-        row1 = wasm_i32x4_add(row1, q4_k_sub<1>(qs[1][s], a_lo, a_hi, sc, mask));
-        row2 = wasm_i32x4_add(row2, q4_k_sub<2>(qs[2][s], a_lo, a_hi, sc, mask));
-        row3 = wasm_i32x4_add(row3, q4_k_sub<3>(qs[3][s], a_lo, a_hi, sc, mask));
-      }
+      v128_t row0[kT], row1[kT], row2[kT], row3[kT];
+      for (int t = 0; t < kT; ++t) row0[t] = row1[t] = row2[t] = row3[t] = wasm_i32x4_splat(0);
+      // Two rows at a time keeps 2 x kT accumulators and 2 x kT activations in registers.
+      q4_k_two_rows<0>(blk, h, y, b, mask, row0, row1);
+      q4_k_two_rows<2>(blk, h, y, b, mask, row2, row3);
       // Min terms: a row's 8 mins dotted with the 8 sub-block sums (|lane| <= 2 * 63 * 4096).
-      v128_t mins[4];
-      for (int r = 0; r < 4; ++r) {
-        const v128_t m = wasm_u16x8_extend_low_u8x16(wasm_v128_load64_zero(blk.m[4 * h + r]));
-        mins[r] = wasm_i32x4_dot_i16x8(m, s32);
+      v128_t m[4];
+      for (int r = 0; r < 4; ++r)
+        m[r] = wasm_u16x8_extend_low_u8x16(wasm_v128_load64_zero(blk.m[4 * h + r]));
+      for (int t = 0; t < kT; ++t) {
+        const v128_t s32 = sums32(y[t][b]);
+        const v128_t isum = transpose_sum(row0[t], row1[t], row2[t], row3[t]);
+        const v128_t msum =
+            transpose_sum(wasm_i32x4_dot_i16x8(m[0], s32), wasm_i32x4_dot_i16x8(m[1], s32),
+                          wasm_i32x4_dot_i16x8(m[2], s32), wasm_i32x4_dot_i16x8(m[3], s32));
+        const v128_t term =
+            wasm_f32x4_sub(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), load(blk.d + 4 * h)),
+                           wasm_f32x4_mul(wasm_f32x4_convert_i32x4(msum), load(blk.dmin + 4 * h)));
+        acc[t][h] = wasm_f32x4_add(acc[t][h], wasm_f32x4_mul(term, wasm_f32x4_splat(y[t][b].d)));
       }
-      const v128_t isum = transpose_sum(row0, row1, row2, row3);
-      const v128_t msum = transpose_sum(mins[0], mins[1], mins[2], mins[3]);
-      const v128_t term =
-          wasm_f32x4_sub(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), load(blk.d + 4 * h)),
-                         wasm_f32x4_mul(wasm_f32x4_convert_i32x4(msum), load(blk.dmin + 4 * h)));
-      acc[h] = wasm_f32x4_add(acc[h], wasm_f32x4_mul(term, da));
     }
   }
-  wasm_v128_store(out, acc[0]);
-  wasm_v128_store(out + 4, acc[1]);
+  for (int t = 0; t < kT; ++t) {
+    wasm_v128_store(out + t * out_stride, acc[t][0]);
+    wasm_v128_store(out + t * out_stride + 4, acc[t][1]);
+  }
 }
 
 // Q6_K, groups 2j and 2j + 1 of row r (q in [0, 63]): int16 pairs |lane| <= 2 * 63 * 128,
 // each times its group's scale into int32.
 template <int r>
-inline v128_t q6_k_pair(const uint8_t* q, v128_t a0, v128_t a1, v128_t sc) {
-  return wasm_i32x4_add(wasm_i32x4_dot_i16x8(dot_u7(a0, load(q)), splat16<2 * r>(sc)),
-                        wasm_i32x4_dot_i16x8(dot_u7(a1, load(q + 16)), splat16<2 * r + 1>(sc)));
+inline v128_t q6_k_pair(const uint8_t* q, v128_t a0, v128_t a1, v128_t sc0, v128_t sc1) {
+  return wasm_i32x4_add(wasm_i32x4_dot_i16x8(dot_u7(a0, load(q)), splat32<r>(sc0)),
+                        wasm_i32x4_dot_i16x8(dot_u7(a1, load(q + 16)), splat32<r>(sc1)));
 }
 
 // Row r's block = d sum_g sc_g ((q_g - 32) . a_g) = d (sum_g sc_g (q_g . a_g) -
@@ -126,11 +160,14 @@ void q6_k_rows(int32_t nb, const BlockQ6_Kx8R* g, const ActQ8K* y, float* out) {
         const v128_t a0 = load(y[b].qs + 32 * j);
         const v128_t a1 = load(y[b].qs + 32 * j + 16);
         const v128_t sc = wasm_i16x8_extend_low_i8x16(wasm_v128_load64_zero(blk.scales[j][h]));
+        // (r0 g2j, r0 g2j, r1 g2j, r1 g2j, ...) and the same for group 2j + 1
+        const v128_t sc0 = wasm_i16x8_shuffle(sc, sc, 0, 0, 2, 2, 4, 4, 6, 6);
+        const v128_t sc1 = wasm_i16x8_shuffle(sc, sc, 1, 1, 3, 3, 5, 5, 7, 7);
         const uint8_t* q = blk.q[4 * h] + 32 * j;
-        row0 = wasm_i32x4_add(row0, q6_k_pair<0>(q, a0, a1, sc));
-        row1 = wasm_i32x4_add(row1, q6_k_pair<1>(q + 256, a0, a1, sc));
-        row2 = wasm_i32x4_add(row2, q6_k_pair<2>(q + 512, a0, a1, sc));
-        row3 = wasm_i32x4_add(row3, q6_k_pair<3>(q + 768, a0, a1, sc));
+        row0 = wasm_i32x4_add(row0, q6_k_pair<0>(q, a0, a1, sc0, sc1));
+        row1 = wasm_i32x4_add(row1, q6_k_pair<1>(q + 256, a0, a1, sc0, sc1));
+        row2 = wasm_i32x4_add(row2, q6_k_pair<2>(q + 512, a0, a1, sc0, sc1));
+        row3 = wasm_i32x4_add(row3, q6_k_pair<3>(q + 768, a0, a1, sc0, sc1));
         offset = wasm_i32x4_add(
             offset, wasm_i32x4_dot_i16x8(sc, wasm_v128_load32_splat(y[b].bsums + 2 * j)));
       }
@@ -144,13 +181,23 @@ void q6_k_rows(int32_t nb, const BlockQ6_Kx8R* g, const ActQ8K* y, float* out) {
   wasm_v128_store(out + 4, acc[1]);
 }
 
-template <typename Group, void (*Rows)(int32_t, const Group*, const ActQ8K*, float*)>
-void over_tokens(int32_t nb, const void* group, const void* a, int32_t a_stride, int32_t nc,
+// Q4_K: tokens in pairs (one unpacking of the weights for both), then the odd one alone.
+void q4_k_tokens(int32_t nb, const void* group, const void* a, int32_t a_stride, int32_t nc,
+                 float* out, int32_t out_stride) {
+  const auto* g = static_cast<const BlockQ4_Kx8R*>(group);
+  const auto* y = static_cast<const uint8_t*>(a);
+  int32_t c = 0;
+  for (; c + 2 <= nc; c += 2)
+    q4_k_rows<2>(nb, g, y + c * a_stride, a_stride, out + c * out_stride, out_stride);
+  if (c < nc) q4_k_rows<1>(nb, g, y + c * a_stride, a_stride, out + c * out_stride, out_stride);
+}
+
+void q6_k_tokens(int32_t nb, const void* group, const void* a, int32_t a_stride, int32_t nc,
                  float* out, int32_t out_stride) {
   for (int32_t c = 0; c < nc; ++c) {
-    Rows(nb, static_cast<const Group*>(group),
-         reinterpret_cast<const ActQ8K*>(static_cast<const uint8_t*>(a) + c * a_stride),
-         out + c * out_stride);
+    q6_k_rows(nb, static_cast<const BlockQ6_Kx8R*>(group),
+              reinterpret_cast<const ActQ8K*>(static_cast<const uint8_t*>(a) + c * a_stride),
+              out + c * out_stride);
   }
 }
 
@@ -166,12 +213,12 @@ __attribute__((export_name("gemm_x8_q4_k"))) void gemm_x8_q4_k(int32_t nb, const
                                                                const void* a, int32_t a_stride,
                                                                int32_t nc, float* out,
                                                                int32_t out_stride) {
-  over_tokens<BlockQ4_Kx8R, q4_k_rows>(nb, group, a, a_stride, nc, out, out_stride);
+  q4_k_tokens(nb, group, a, a_stride, nc, out, out_stride);
 }
 __attribute__((export_name("gemm_x8_q6_k"))) void gemm_x8_q6_k(int32_t nb, const void* group,
                                                                const void* a, int32_t a_stride,
                                                                int32_t nc, float* out,
                                                                int32_t out_stride) {
-  over_tokens<BlockQ6_Kx8R, q6_k_rows>(nb, group, a, a_stride, nc, out, out_stride);
+  q6_k_tokens(nb, group, a, a_stride, nc, out, out_stride);
 }
 }
