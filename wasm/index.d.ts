@@ -59,7 +59,7 @@ export interface ModelInfo {
   threads: number;
   /** Why fewer threads run than were asked for ('' when all run). */
   threadsNote: string;
-  /** The kernel set: 'simd128-relaxed' (relaxed-SIMD Q4_K / Q6_K products, where the
+  /** The kernel set: 'simd128-relaxed' (relaxed-SIMD 4-bit and Q6_K products, where the
    *  engine has relaxed SIMD: Chromium, Node 22, Node 20 with
    *  --experimental-wasm-relaxed-simd), 'simd128' or 'ref'. */
   simd: string;

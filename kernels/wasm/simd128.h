@@ -70,6 +70,10 @@ void unpack_x8_row_q8_0(int64_t n, const void* group, int r, void* row);
 void unpack_x8_row_q4_k(int64_t n, const void* group, int r, void* row);
 void unpack_x8_row_q6_k(int64_t n, const void* group, int r, void* row);
 // The relaxed-SIMD layouts (relaxed/relaxed_layout.h; products in simd128_relaxed.cpp).
+void repack_x8_q4_0_relaxed(int64_t n, const void* rows, size_t row_stride, void* group);
+void repack_x8_q4_1_relaxed(int64_t n, const void* rows, size_t row_stride, void* group);
+void unpack_x8_row_q4_0_relaxed(int64_t n, const void* group, int r, void* row);
+void unpack_x8_row_q4_1_relaxed(int64_t n, const void* group, int r, void* row);
 void repack_x8_q4_k_relaxed(int64_t n, const void* rows, size_t row_stride, void* group);
 void repack_x8_q6_k_relaxed(int64_t n, const void* rows, size_t row_stride, void* group);
 void unpack_x8_row_q4_k_relaxed(int64_t n, const void* group, int r, void* row);

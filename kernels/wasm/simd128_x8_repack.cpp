@@ -232,6 +232,48 @@ void unpack_x8_row_q6_k(int64_t n, const void* group, int r, void* row) {
 
 // ---------------------------------------------------------------- relaxed-SIMD layouts
 
+void repack_x8_q4_0_relaxed(int64_t n, const void* rows, size_t row_stride, void* group) {
+  auto* g = static_cast<relaxed::BlockQ4_0x8R*>(group);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    for (int r = 0; r < kRows; ++r) {
+      const auto& blk = row_block<ref::BlockQ4_0>(rows, row_stride, r, b);
+      g[b].d[r] = scale_of(blk.d);
+      std::memcpy(g[b].qs[r], blk.qs, sizeof blk.qs);
+    }
+  }
+}
+
+void repack_x8_q4_1_relaxed(int64_t n, const void* rows, size_t row_stride, void* group) {
+  auto* g = static_cast<relaxed::BlockQ4_1x8R*>(group);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    for (int r = 0; r < kRows; ++r) {
+      const auto& blk = row_block<ref::BlockQ4_1>(rows, row_stride, r, b);
+      g[b].d[r] = scale_of(blk.d);
+      g[b].m[r] = scale_of(blk.m);
+      std::memcpy(g[b].qs[r], blk.qs, sizeof blk.qs);
+    }
+  }
+}
+
+void unpack_x8_row_q4_0_relaxed(int64_t n, const void* group, int r, void* row) {
+  const auto* g = static_cast<const relaxed::BlockQ4_0x8R*>(group);
+  auto* out = static_cast<ref::BlockQ4_0*>(row);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    out[b].d = half_of(g[b].d[r]);
+    std::memcpy(out[b].qs, g[b].qs[r], sizeof out[b].qs);
+  }
+}
+
+void unpack_x8_row_q4_1_relaxed(int64_t n, const void* group, int r, void* row) {
+  const auto* g = static_cast<const relaxed::BlockQ4_1x8R*>(group);
+  auto* out = static_cast<ref::BlockQ4_1*>(row);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    out[b].d = half_of(g[b].d[r]);
+    out[b].m = half_of(g[b].m[r]);
+    std::memcpy(out[b].qs, g[b].qs[r], sizeof out[b].qs);
+  }
+}
+
 void repack_x8_q4_k_relaxed(int64_t n, const void* rows, size_t row_stride, void* group) {
   auto* g = static_cast<relaxed::BlockQ4_Kx8R*>(group);
   for (int64_t b = 0; b < n / kQK_K; ++b) {

@@ -13,7 +13,8 @@ namespace runnel {
 const KernelTable* simd128_kernels();
 const FloatOps* simd128_float_ops();
 
-// The SIMD128 table with relaxed-SIMD Q4_K / Q6_K x8 products (simd128_relaxed.cpp), or
+// The SIMD128 table with relaxed-SIMD Q4_0 / Q4_1 / Q4_K / Q6_K x8 products
+// (simd128_relaxed.cpp), or
 // null where the engine does not run relaxed SIMD or the build had no clang++-16. Its
 // float ops are simd128_float_ops().
 const KernelTable* simd128_relaxed_kernels();

@@ -239,7 +239,7 @@ describe('runnel-llm: loading', () => {
 });
 
 describe('runnel-llm: relaxed SIMD', () => {
-  // The relaxed-SIMD Q4_K / Q6_K products (kernels/wasm/relaxed) sum the same integers as
+  // The relaxed-SIMD Q4_0 / Q4_1 / Q4_K / Q6_K products (kernels/wasm/relaxed) sum the same integers as
   // the SIMD128 ones and scale them with the same float steps, so a K-quant model gives
   // the same tokens with either. test.sh runs this file with and without
   // --experimental-wasm-relaxed-simd (the fallback to SIMD128 must work too).

@@ -20,6 +20,7 @@
 #include <wasm_simd128.h>
 
 #include "kernels/wasm/relaxed/relaxed_layout.h"
+#include "kernels/wasm/simd128_vec.h"
 
 namespace runnel::simd128::relaxed {
 namespace {
@@ -32,15 +33,6 @@ inline v128_t load(const void* p) {
 inline v128_t dot_u7(v128_t a, v128_t w) {
   return reinterpret_cast<v128_t>(__builtin_wasm_relaxed_dot_i8x16_i7x16_s_i16x8(
       reinterpret_cast<__i8x16>(a), reinterpret_cast<__i8x16>(w)));
-}
-
-inline v128_t transpose_sum(v128_t s0, v128_t s1, v128_t s2, v128_t s3) {
-  const v128_t s01 = wasm_i32x4_add(wasm_i32x4_shuffle(s0, s1, 0, 4, 1, 5),
-                                    wasm_i32x4_shuffle(s0, s1, 2, 6, 3, 7));
-  const v128_t s23 = wasm_i32x4_add(wasm_i32x4_shuffle(s2, s3, 0, 4, 1, 5),
-                                    wasm_i32x4_shuffle(s2, s3, 2, 6, 3, 7));
-  return wasm_i32x4_add(wasm_i32x4_shuffle(s01, s23, 0, 1, 4, 5),
-                        wasm_i32x4_shuffle(s01, s23, 2, 3, 6, 7));
 }
 
 // int32 lane k of v in all 4 lanes (one pshufd: cheaper than a 16-bit splat).
@@ -60,6 +52,85 @@ inline v128_t sums32(const ActQ8K& y) {
   const v128_t hi = wasm_i32x4_extadd_pairwise_i16x8(load(y.bsums + 8));
   return wasm_i16x8_narrow_i32x4(lo, hi);
 }
+
+// ---------------------------------------------------------------- Q4_0 / Q4_1
+
+// Field `field` (d or s, f16) of the nb activation blocks as floats into out[0, nb rounded
+// up to 8): 8 blocks per conversion.
+template <typename Act>
+inline void widen_field(const Act* y, int32_t nb, uint16_t Act::*field, float* out) {
+  for (int32_t b = 0; b < nb; b += 8) {
+    const auto f = [&](int k) -> uint16_t { return b + k < nb ? y[b + k].*field : 0; };
+    v128_t lo, hi;
+    f16x8_to_f32(wasm_u16x8_make(f(0), f(1), f(2), f(3), f(4), f(5), f(6), f(7)), &lo, &hi);
+    wasm_v128_store(out + b, lo);
+    wasm_v128_store(out + b + 4, hi);
+  }
+}
+
+// Row r's 32 nibbles (element order) against the activation's 32 quants: int16 pairs
+// (|lane| <= 4 * 15 * 128) summed into int32 lanes.
+inline v128_t nibble_dot(const uint8_t* qs, v128_t a_lo, v128_t a_hi, v128_t mask) {
+  const v128_t v = load(qs);
+  return wasm_i32x4_extadd_pairwise_i16x8(
+      wasm_i16x8_add(dot_u7(a_lo, wasm_v128_and(v, mask)),
+                     dot_u7(a_hi, wasm_v128_and(wasm_u16x8_shr(v, 4), mask))));
+}
+
+// Q4_0 (kMin false): row r's block = d (sum q a - 8 sum a) d_a, sum a from sums (the
+// activation's block sums, exact in int32). Q4_1 (kMin true): d (sum q a) d_a + m s_a.
+// The float steps are the SIMD128 kernels' (simd128_x8.cpp), so the results are theirs.
+// scratch: 2 x (nb rounded up to 8) floats for the widened d_a and s_a.
+template <bool kMin, typename Group, typename Act>
+void legacy_rows(int32_t nb, const Group* g, const Act* y, const int32_t* sums, float* out,
+                 float* scratch) {
+  const int32_t padded = (nb + 7) / 8 * 8;
+  float* da = scratch;
+  float* sa = scratch + padded;
+  widen_field(y, nb, &Act::d, da);
+  if constexpr (kMin) widen_field(y, nb, &ActQ8_1::s, sa);
+  const v128_t mask = wasm_i8x16_splat(0x0F);
+  v128_t acc0 = wasm_f32x4_splat(0.0f), acc1 = acc0;
+  for (int32_t b = 0; b < nb; ++b) {
+    const Group& blk = g[b];
+    const v128_t a_lo = load(y[b].qs);
+    const v128_t a_hi = load(y[b].qs + 16);
+    const v128_t d_a = wasm_f32x4_splat(da[b]);
+    v128_t isum[2];
+#pragma clang loop unroll(full)
+    for (int h = 0; h < 2; ++h) {
+      isum[h] = transpose_sum(nibble_dot(blk.qs[4 * h], a_lo, a_hi, mask),
+                              nibble_dot(blk.qs[4 * h + 1], a_lo, a_hi, mask),
+                              nibble_dot(blk.qs[4 * h + 2], a_lo, a_hi, mask),
+                              nibble_dot(blk.qs[4 * h + 3], a_lo, a_hi, mask));
+      if constexpr (!kMin) isum[h] = wasm_i32x4_sub(isum[h], wasm_i32x4_splat(8 * sums[b]));
+    }
+    acc0 = wasm_f32x4_add(
+        acc0, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum[0]), wasm_f32x4_mul(load(blk.d), d_a)));
+    acc1 = wasm_f32x4_add(acc1, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum[1]),
+                                               wasm_f32x4_mul(load(blk.d + 4), d_a)));
+    if constexpr (kMin) {
+      const v128_t s_a = wasm_f32x4_splat(sa[b]);
+      acc0 = wasm_f32x4_add(acc0, wasm_f32x4_mul(load(blk.m), s_a));
+      acc1 = wasm_f32x4_add(acc1, wasm_f32x4_mul(load(blk.m + 4), s_a));
+    }
+  }
+  wasm_v128_store(out, acc0);
+  wasm_v128_store(out + 4, acc1);
+}
+
+template <bool kMin, typename Group, typename Act>
+void legacy_tokens(int32_t nb, const void* group, const void* a, int32_t a_stride,
+                   const int32_t* sums, int32_t nc, float* out, int32_t out_stride,
+                   float* scratch) {
+  for (int32_t c = 0; c < nc; ++c) {
+    legacy_rows<kMin>(nb, static_cast<const Group*>(group),
+                      reinterpret_cast<const Act*>(static_cast<const uint8_t*>(a) + c * a_stride),
+                      kMin ? nullptr : sums + c * nb, out + c * out_stride, scratch);
+  }
+}
+
+// ---------------------------------------------------------------- Q4_K / Q6_K
 
 // Q4_K, one sub-block of row r against kT tokens: (q . a) in int16 pairs (|lane| <= 4 * 15
 // * 128), times the row's scale into int32 (|row total| <= 8 * 63 * 32 * 15 * 128). The
@@ -204,21 +275,31 @@ void q6_k_tokens(int32_t nb, const void* group, const void* a, int32_t a_stride,
 }  // namespace
 }  // namespace runnel::simd128::relaxed
 
-// The module's exports (same signature: the main module calls them through one function
-// pointer type). nb: super-blocks per row; a: nc Q8_K rows a_stride bytes apart; out: nc
-// rows of 8 floats, out_stride floats apart.
+// The module's exports, one signature (the main module calls them through one function
+// pointer type): nb blocks per row; a: nc activation rows a_stride bytes apart; sums: the
+// activations' 32-quant block sums, nb per row (Q4_0 only); out: nc rows of 8 floats,
+// out_stride floats apart; scratch: 2 x (nb rounded up to 8) floats (Q4_0 / Q4_1 only).
 using namespace runnel::simd128::relaxed;
-extern "C" {
-__attribute__((export_name("gemm_x8_q4_k"))) void gemm_x8_q4_k(int32_t nb, const void* group,
-                                                               const void* a, int32_t a_stride,
-                                                               int32_t nc, float* out,
-                                                               int32_t out_stride) {
+#define RUNNEL_RELAXED_EXPORT(name)                                                        \
+  extern "C" __attribute__((export_name(#name))) void name(                                \
+      int32_t nb, const void* group, const void* a, int32_t a_stride, const int32_t* sums, \
+      int32_t nc, float* out, int32_t out_stride, float* scratch)
+
+RUNNEL_RELAXED_EXPORT(gemm_x8_q4_0) {
+  legacy_tokens<false, BlockQ4_0x8R, ActQ8_0>(nb, group, a, a_stride, sums, nc, out, out_stride,
+                                              scratch);
+}
+RUNNEL_RELAXED_EXPORT(gemm_x8_q4_1) {
+  legacy_tokens<true, BlockQ4_1x8R, ActQ8_1>(nb, group, a, a_stride, sums, nc, out, out_stride,
+                                             scratch);
+}
+RUNNEL_RELAXED_EXPORT(gemm_x8_q4_k) {
+  (void)sums;
+  (void)scratch;
   q4_k_tokens(nb, group, a, a_stride, nc, out, out_stride);
 }
-__attribute__((export_name("gemm_x8_q6_k"))) void gemm_x8_q6_k(int32_t nb, const void* group,
-                                                               const void* a, int32_t a_stride,
-                                                               int32_t nc, float* out,
-                                                               int32_t out_stride) {
+RUNNEL_RELAXED_EXPORT(gemm_x8_q6_k) {
+  (void)sums;
+  (void)scratch;
   q6_k_tokens(nb, group, a, a_stride, nc, out, out_stride);
-}
 }

@@ -16,12 +16,37 @@ namespace runnel::simd128::relaxed {
 
 constexpr int kRows = 8;
 
-// The Q8_K activation block (ref::BlockQ8_K; simd128_relaxed.cpp checks they agree).
+// The activation blocks (ref::BlockQ8_0 / Q8_1 / Q8_K; simd128_relaxed.cpp checks they
+// agree). d and s are f16 bits.
+struct ActQ8_0 {
+  uint16_t d;
+  int8_t qs[32];
+};
+struct ActQ8_1 {
+  uint16_t d;
+  uint16_t s;
+  int8_t qs[32];
+};
 struct ActQ8K {
   float d;
   int8_t qs[256];
   int16_t bsums[16];
 };
+
+// Q4_0 / Q4_1: the rows' scales (and mins) as floats, 4 rows to a load, then each row's
+// 16 bytes as in the file: element i in the low nibble of byte i, 16 + i in the high one.
+struct BlockQ4_0x8R {
+  float d[kRows];
+  uint8_t qs[kRows][16];
+};
+static_assert(sizeof(BlockQ4_0x8R) == 8 * 18 + 16, "same size as BlockQ4_0x8");
+
+struct BlockQ4_1x8R {
+  float d[kRows];
+  float m[kRows];
+  uint8_t qs[kRows][16];
+};
+static_assert(sizeof(BlockQ4_1x8R) == 8 * 20 + 32, "same size as BlockQ4_1x8");
 
 // Q4_K: d, dmin and the 6-bit scales / mins as in BlockQ4_Kx8 (sc[s][r], m[r][s]);
 // qs[r][s][i] holds element i of sub-block s in its low nibble and element 16 + i in its

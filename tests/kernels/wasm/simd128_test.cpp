@@ -544,12 +544,42 @@ TEST_CASE("Relaxed-SIMD x8 products match ref's vec_dot on random and adversaria
   test::check_x8_table(relaxed());
 }
 
-TEST_CASE("Relaxed-SIMD x8: the largest int16 pair sums (Q4_K 15 x -128, Q6_K 63 x -128)",
+// An activation row of n quants all equal to a (scales 1, sums to match) in format at.
+std::vector<uint8_t> constant_activation(GgmlType at, int64_t n, int8_t a) {
+  std::vector<uint8_t> act(row_bytes(at, n));
+  if (at == GgmlType::Q8_K) {
+    auto* blk = reinterpret_cast<ref::BlockQ8_K*>(act.data());
+    for (int64_t b = 0; b < n / kQK_K; ++b) {
+      blk[b].d = 1.0f;
+      for (auto& q : blk[b].qs) q = a;
+      for (auto& s : blk[b].bsums) s = static_cast<int16_t>(16 * a);
+    }
+  } else if (at == GgmlType::Q8_1) {
+    auto* blk = reinterpret_cast<ref::BlockQ8_1*>(act.data());
+    for (int64_t b = 0; b < n / kQK; ++b) {
+      blk[b].d = fp32_to_fp16(1.0f);
+      blk[b].s = fp32_to_fp16(32.0f * a);
+      for (auto& q : blk[b].qs) q = a;
+    }
+  } else {
+    auto* blk = reinterpret_cast<ref::BlockQ8_0*>(act.data());
+    for (int64_t b = 0; b < n / kQK; ++b) {
+      blk[b].d = fp32_to_fp16(1.0f);
+      for (auto& q : blk[b].qs) q = a;
+    }
+  }
+  return act;
+}
+
+constexpr GgmlType kRelaxedTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q4_K,
+                                      GgmlType::Q6_K};
+
+TEST_CASE("Relaxed-SIMD x8: the largest int16 pair sums (4-bit 15 x -128, Q6_K 63 x -128)",
           "[simd128][relaxed]") {
   // i16x8.relaxed_dot_i8x16_i7x16_s sums neighbouring products in int16: the largest
   // quants against the activation bytes -128 and 127, with the largest scales and mins.
   const int64_t n = 512;
-  for (GgmlType wt : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType wt : kRelaxedTypes) {
     for (int8_t a : {int8_t{-128}, int8_t{127}}) {
       INFO("type " << traits(wt).name << ", activation quants " << int{a});
       Rng rng(7);
@@ -558,14 +588,8 @@ TEST_CASE("Relaxed-SIMD x8: the largest int16 pair sums (Q4_K 15 x -128, Q6_K 63
         rows.push_back(raw_weight_row(wt, n, rng,
                                       r % 2 ? test::ByteMode::kAllOnes : test::ByteMode::kAllZero));
       }
-      std::vector<uint8_t> act(row_bytes(GgmlType::Q8_K, n));
-      auto* blk = reinterpret_cast<ref::BlockQ8_K*>(act.data());
-      for (int64_t b = 0; b < n / kQK_K; ++b) {
-        blk[b].d = 1.0f;
-        for (auto& q : blk[b].qs) q = a;
-        for (auto& s : blk[b].bsums) s = static_cast<int16_t>(16 * a);
-      }
-      test::check_gemm_x8(relaxed(), wt, rows, {act, act}, n);
+      const auto act = constant_activation(relaxed().of(wt).vec_dot_type, n, a);
+      test::check_gemm_x8(relaxed(), wt, rows, {act, act, act}, n);
     }
   }
 }
@@ -574,8 +598,10 @@ TEST_CASE("Relaxed-SIMD x8 products equal the SIMD128 x8 products bit for bit",
           "[simd128][relaxed]") {
   // Both sum the same exact integers per block and scale them with the same float steps,
   // so a model gives the same tokens with either table.
-  for (GgmlType wt : {GgmlType::Q4_K, GgmlType::Q6_K}) {
-    for (int64_t n : kLengths) {
+  for (GgmlType wt : kRelaxedTypes) {
+    const bool k_quant = traits(wt).block_size == kQK_K;
+    const GgmlType at = relaxed().of(wt).vec_dot_type;
+    for (int64_t n : k_quant ? kLengths : kLegacyLengths) {
       INFO("type " << traits(wt).name << ", n " << n);
       Rng rng(static_cast<uint64_t>(n) + 3);
       std::vector<uint8_t> rows, acts;
@@ -585,10 +611,12 @@ TEST_CASE("Relaxed-SIMD x8 products equal the SIMD128 x8 products bit for bit",
         rows.insert(rows.end(), row.begin(), row.end());
       }
       const int nc = 3;
+      std::vector<int32_t> sums(static_cast<size_t>(nc * (n / kQK)));
       for (int c = 0; c < nc; ++c) {
-        const auto act = c == 2 ? raw_activation_row(GgmlType::Q8_K, n, rng, true)
-                                : quantize_with(ref_kernels(), GgmlType::Q8_K,
-                                                make_row(RowKind::kHeavy, rng, n));
+        const auto act = c == 2
+                             ? raw_activation_row(at, n, rng, true)
+                             : quantize_with(ref_kernels(), at, make_row(RowKind::kHeavy, rng, n));
+        if (simd().of(at).block_sums) simd().of(at).block_sums(n, act.data(), &sums[c * (n / kQK)]);
         acts.insert(acts.end(), act.begin(), act.end());
       }
       std::vector<float> out[2];
@@ -598,8 +626,8 @@ TEST_CASE("Relaxed-SIMD x8 products equal the SIMD128 x8 products bit for bit",
         std::vector<uint8_t> group(x8_group_bytes(k, wt, n));
         k.repack_x8(n, rows.data(), row_bytes(wt, n), group.data());
         out[t].assign(nc * kX8Rows, 0.0f);
-        k.gemm_x8(n, group.data(), acts.data(), row_bytes(GgmlType::Q8_K, n), nullptr, nc,
-                  out[t].data(), kX8Rows);
+        k.gemm_x8(n, group.data(), acts.data(), row_bytes(at, n), sums.data(), nc, out[t].data(),
+                  kX8Rows);
         ++t;
       }
       for (size_t i = 0; i < out[0].size(); ++i) {
@@ -610,7 +638,7 @@ TEST_CASE("Relaxed-SIMD x8 products equal the SIMD128 x8 products bit for bit",
   }
 }
 
-TEST_CASE("The relaxed table is the SIMD128 table with its Q4_K and Q6_K x8 entries replaced",
+TEST_CASE("The relaxed table is the SIMD128 table with its 4-bit and Q6_K x8 entries replaced",
           "[simd128][relaxed]") {
   const KernelTable& t = relaxed();
   CHECK(t.isa == "simd128-relaxed");
@@ -626,7 +654,9 @@ TEST_CASE("The relaxed table is the SIMD128 table with its Q4_K and Q6_K x8 entr
     replaced += (x.repack_x8 != s.repack_x8) + (x.gemm_x8 != s.gemm_x8) +
                 (x.unpack_x8_row != s.unpack_x8_row);
   }
-  CHECK(replaced == 6);
+  CHECK(replaced == 12);  // repack, product and unpack of Q4_0, Q4_1, Q4_K and Q6_K
+  CHECK(t.of(GgmlType::Q4_0).repack_x8 == simd128::repack_x8_q4_0_relaxed);
+  CHECK(t.of(GgmlType::Q4_1).repack_x8 == simd128::repack_x8_q4_1_relaxed);
   CHECK(t.of(GgmlType::Q4_K).repack_x8 == simd128::repack_x8_q4_k_relaxed);
   CHECK(t.of(GgmlType::Q6_K).repack_x8 == simd128::repack_x8_q6_k_relaxed);
 }
