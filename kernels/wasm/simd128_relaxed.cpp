@@ -107,16 +107,7 @@ const KernelTable* build_relaxed_table() {
   t_installed = true;
   static KernelTable t = *simd128_kernels();
   t.isa = "simd128-relaxed";
-  auto x8 =
-      [](GgmlType type, void (*repack)(int64_t, const void*, size_t, void*),
-         void (*fn)(int64_t, const void*, const void*, size_t, const int32_t*, int, float*, size_t),
-         void (*unpack)(int64_t, const void*, int, void*), uint32_t block_bytes) {
-        TypeKernels& k = t.types[static_cast<uint32_t>(type)];
-        k.repack_x8 = repack;
-        k.gemm_x8 = fn;
-        k.unpack_x8_row = unpack;
-        k.x8_block_bytes = block_bytes;
-      };
+  auto x8 = [](auto... args) { set_x8(t, args...); };
   x8(GgmlType::Q4_0, simd128::repack_x8_q4_0_relaxed, gemm_x8<kQ4_0, kQK>,
      simd128::unpack_x8_row_q4_0_relaxed, sizeof(rx::BlockQ4_0x8R));
   x8(GgmlType::Q4_1, simd128::repack_x8_q4_1_relaxed, gemm_x8<kQ4_1, kQK>,

@@ -102,6 +102,24 @@ void q6_k_pack(const int8_t* q, ref::BlockQ6_K& blk) {
   }
 }
 
+// Row r's Q4_K scales in a group block (BlockQ4_Kx8 and the relaxed BlockQ4_Kx8R hold
+// them alike): d and dmin as floats, the 6-bit scales and mins unpacked.
+template <typename Group>
+void put_q4_k_scales(const ref::BlockQ4_K& blk, int r, Group& g) {
+  g.d[r] = scale_of(blk.d);
+  g.dmin[r] = scale_of(blk.dmin);
+  for (int s = 0; s < 8; ++s) ref::unpack_scale_min_k4(s, blk.scales, &g.sc[s][r], &g.m[r][s]);
+}
+
+template <typename Group>
+void get_q4_k_scales(const Group& g, int r, ref::BlockQ4_K& out) {
+  out.d = half_of(g.d[r]);
+  out.dmin = half_of(g.dmin[r]);
+  uint8_t sc[8];
+  for (int s = 0; s < 8; ++s) sc[s] = g.sc[s][r];
+  ref::pack_scale_min_k4(sc, g.m[r], out.scales);
+}
+
 }  // namespace
 
 void repack_x8_q4_0(int64_t n, const void* rows, size_t row_stride, void* group) {
@@ -143,10 +161,7 @@ void repack_x8_q4_k(int64_t n, const void* rows, size_t row_stride, void* group)
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     for (int r = 0; r < kRows; ++r) {
       const auto& blk = row_block<ref::BlockQ4_K>(rows, row_stride, r, b);
-      g[b].d[r] = scale_of(blk.d);
-      g[b].dmin[r] = scale_of(blk.dmin);
-      for (int s = 0; s < 8; ++s)
-        ref::unpack_scale_min_k4(s, blk.scales, &g[b].sc[s][r], &g[b].m[r][s]);
+      put_q4_k_scales(blk, r, g[b]);
       // 32-byte chunk c: low nibbles are sub-block 2c, high nibbles sub-block 2c + 1.
       for (int c = 0; c < 4; ++c) {
         uint8_t lo[kQK], hi[kQK];
@@ -205,11 +220,7 @@ void unpack_x8_row_q4_k(int64_t n, const void* group, int r, void* row) {
   const auto* g = static_cast<const BlockQ4_Kx8*>(group);
   auto* out = static_cast<ref::BlockQ4_K*>(row);
   for (int64_t b = 0; b < n / kQK_K; ++b) {
-    out[b].d = half_of(g[b].d[r]);
-    out[b].dmin = half_of(g[b].dmin[r]);
-    uint8_t sc[8];
-    for (int s = 0; s < 8; ++s) sc[s] = g[b].sc[s][r];
-    ref::pack_scale_min_k4(sc, g[b].m[r], out[b].scales);
+    get_q4_k_scales(g[b], r, out[b]);
     for (int c = 0; c < 4; ++c) {
       uint8_t lo[kQK], hi[kQK];
       get_lane_order(g[b].qs[r][2 * c], lo);
@@ -279,10 +290,7 @@ void repack_x8_q4_k_relaxed(int64_t n, const void* rows, size_t row_stride, void
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     for (int r = 0; r < kRows; ++r) {
       const auto& blk = row_block<ref::BlockQ4_K>(rows, row_stride, r, b);
-      g[b].d[r] = scale_of(blk.d);
-      g[b].dmin[r] = scale_of(blk.dmin);
-      for (int s = 0; s < 8; ++s)
-        ref::unpack_scale_min_k4(s, blk.scales, &g[b].sc[s][r], &g[b].m[r][s]);
+      put_q4_k_scales(blk, r, g[b]);
       // 32-byte chunk c: low nibbles are sub-block 2c, high nibbles sub-block 2c + 1.
       for (int s = 0; s < 8; ++s) {
         const uint8_t* qs = blk.qs + 32 * (s / 2);
@@ -300,11 +308,7 @@ void unpack_x8_row_q4_k_relaxed(int64_t n, const void* group, int r, void* row) 
   const auto* g = static_cast<const relaxed::BlockQ4_Kx8R*>(group);
   auto* out = static_cast<ref::BlockQ4_K*>(row);
   for (int64_t b = 0; b < n / kQK_K; ++b) {
-    out[b].d = half_of(g[b].d[r]);
-    out[b].dmin = half_of(g[b].dmin[r]);
-    uint8_t sc[8];
-    for (int s = 0; s < 8; ++s) sc[s] = g[b].sc[s][r];
-    ref::pack_scale_min_k4(sc, g[b].m[r], out[b].scales);
+    get_q4_k_scales(g[b], r, out[b]);
     for (int c = 0; c < 4; ++c) {
       const uint8_t* lo = g[b].qs[r][2 * c];      // sub-block 2c: the low nibbles
       const uint8_t* hi = g[b].qs[r][2 * c + 1];  // sub-block 2c + 1: the high nibbles

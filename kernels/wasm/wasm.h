@@ -19,4 +19,17 @@ const FloatOps* simd128_float_ops();
 // float ops are simd128_float_ops().
 const KernelTable* simd128_relaxed_kernels();
 
+// Sets type's x8 entries of table t (the two tables above).
+inline void set_x8(KernelTable& t, GgmlType type,
+                   void (*repack)(int64_t, const void*, size_t, void*),
+                   void (*gemm)(int64_t, const void*, const void*, size_t, const int32_t*, int,
+                                float*, size_t),
+                   void (*unpack)(int64_t, const void*, int, void*), uint32_t block_bytes) {
+  TypeKernels& k = t.types[static_cast<uint32_t>(type)];
+  k.repack_x8 = repack;
+  k.gemm_x8 = gemm;
+  k.unpack_x8_row = unpack;
+  k.x8_block_bytes = block_bytes;
+}
+
 }  // namespace runnel

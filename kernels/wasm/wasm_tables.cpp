@@ -39,16 +39,7 @@ KernelTable build_simd128_table() {
   // f16 rows are the KV cache's values: decoded for every attended position.
   t.types[static_cast<uint32_t>(G::F16)].dequantize_row = simd128::dequantize_row_f16;
   // Row-interleaved layout for resident weights (decode and prefill).
-  auto x8 = [&t](GgmlType type, void (*repack)(int64_t, const void*, size_t, void*),
-                 void (*fn)(int64_t, const void*, const void*, size_t, const int32_t*, int, float*,
-                            size_t),
-                 void (*unpack)(int64_t, const void*, int, void*), uint32_t block_bytes) {
-    TypeKernels& k = t.types[static_cast<uint32_t>(type)];
-    k.repack_x8 = repack;
-    k.gemm_x8 = fn;
-    k.unpack_x8_row = unpack;
-    k.x8_block_bytes = block_bytes;
-  };
+  auto x8 = [&t](auto... args) { set_x8(t, args...); };
   x8(G::Q4_0, simd128::repack_x8_q4_0, simd128::gemm_x8_q4_0, simd128::unpack_x8_row_q4_0,
      sizeof(simd128::x8::BlockQ4_0x8));
   x8(G::Q4_1, simd128::repack_x8_q4_1, simd128::gemm_x8_q4_1, simd128::unpack_x8_row_q4_1,
