@@ -14,10 +14,6 @@
 
 namespace runnel::simd128 {
 
-inline v128_t load(const void* p) {
-  return wasm_v128_load(p);
-}
-
 // One f16 (raw bits) to float, without branches (block scales; equal to fp16_to_fp32).
 inline float f16(uint16_t h) {
   return ref::fp16_to_fp32_branchless(h);

@@ -58,23 +58,10 @@ inline v128_t dot_i8_32(const int8_t* q, const Act32& a) {
                      wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(hi), a.v[3])));
 }
 
-// Blocks of activation scales widened together: per-block scalar f16 decoding would cost
-// as much as a row's integer work. Chunks of kChunk blocks keep them on the stack.
+// Activation scales are widened kChunk blocks at a time (widen_fields, simd128_vec.h) into
+// arrays on the stack.
 constexpr int kChunk = 32;
 static_assert(kChunk % 8 == 0, "widen_fields writes whole vectors of 8");
-
-// Field `field` (Q8_0 / Q8_1 d, Q8_1 s) of `count` blocks from y as floats.
-template <typename Block>
-inline void widen_fields(const Block* y, int count, uint16_t Block::*field, float* out) {
-  for (int b = 0; b < count; b += 8) {
-    uint16_t h[8] = {};
-    for (int k = 0; k < 8 && b + k < count; ++k) h[k] = y[b + k].*field;
-    v128_t lo, hi;
-    f16x8_to_f32(load(h), &lo, &hi);
-    wasm_v128_store(out + b, lo);
-    wasm_v128_store(out + b + 4, hi);
-  }
-}
 
 inline void store_8(float* out, v128_t lo, v128_t hi) {
   wasm_v128_store(out, lo);
@@ -105,8 +92,7 @@ void gemm_q4_0_rows(int64_t nb, const BlockQ4_0x8* g, const ref::BlockQ8_0* y, c
       const v128_t d_a = wasm_f32x4_splat(da[i]);
       for (int h = 0; h < 2; ++h) {
         const v128_t isum = wasm_i32x4_sub(half_sums_nibbles(g[b], h, a), offset);
-        const v128_t d = wasm_f32x4_mul(load(g[b].d + 4 * h), d_a);
-        acc[h] = wasm_f32x4_add(acc[h], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), d));
+        acc[h] = add_scaled(acc[h], isum, g[b].d + 4 * h, d_a);
       }
     }
   }
@@ -130,8 +116,7 @@ void gemm_q4_1_rows(int64_t nb, const BlockQ4_1x8* g, const ref::BlockQ8_1* y,
       const v128_t s = wasm_f32x4_splat(sa[i]);
       for (int h = 0; h < 2; ++h) {
         const v128_t isum = half_sums_nibbles(g[b], h, a);
-        const v128_t d = wasm_f32x4_mul(load(g[b].d + 4 * h), d_a);
-        acc[h] = wasm_f32x4_add(acc[h], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), d));
+        acc[h] = add_scaled(acc[h], isum, g[b].d + 4 * h, d_a);
         acc[h] = wasm_f32x4_add(acc[h], wasm_f32x4_mul(load(g[b].m + 4 * h), s));
       }
     }
@@ -154,8 +139,7 @@ void gemm_q8_0_rows(int64_t nb, const BlockQ8_0x8* g, const ref::BlockQ8_0* y,
         const v128_t isum =
             transpose_sum(dot_i8_32(g[b].qs[4 * h], a), dot_i8_32(g[b].qs[4 * h + 1], a),
                           dot_i8_32(g[b].qs[4 * h + 2], a), dot_i8_32(g[b].qs[4 * h + 3], a));
-        const v128_t d = wasm_f32x4_mul(load(g[b].d + 4 * h), d_a);
-        acc[h] = wasm_f32x4_add(acc[h], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), d));
+        acc[h] = add_scaled(acc[h], isum, g[b].d + 4 * h, d_a);
       }
     }
   }
@@ -163,14 +147,6 @@ void gemm_q8_0_rows(int64_t nb, const BlockQ8_0x8* g, const ref::BlockQ8_0* y,
 }
 
 // ---------------------------------------------------------------- k-quants
-
-// The 8 sums of 32 activation quants of a Q8_K block (from its 16 sums of 16) as int16
-// lanes (|sum| <= 32 * 128 fits).
-inline v128_t q8_k_sums32(const ref::BlockQ8_K& y) {
-  const v128_t lo = wasm_i32x4_extadd_pairwise_i16x8(load(y.bsums));
-  const v128_t hi = wasm_i32x4_extadd_pairwise_i16x8(load(y.bsums + 8));
-  return wasm_i16x8_narrow_i32x4(lo, hi);
-}
 
 // Q4_K: row r's block = d sum_s sc_s (q_s . a_s) - dmin sum_s m_s sum(a_s), times d_a.
 // Per row, sc_s (q_s . a_s) is accumulated in int32 lanes: |total| <= 8 * 63 * 32 * 15 * 128.
@@ -180,7 +156,7 @@ void gemm_q4_k_rows(int64_t nb, const BlockQ4_Kx8* g, const ref::BlockQ8_K* y,
   for (int64_t b = 0; b < nb; ++b) {
     const BlockQ4_Kx8& blk = g[b];
     const v128_t da = wasm_f32x4_splat(y[b].d);
-    const v128_t sums32 = q8_k_sums32(y[b]);
+    const v128_t sums32 = q8_k_sums32(y[b].bsums);
     for (int h = 0; h < 2; ++h) {
       v128_t row[4] = {wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0),
                        wasm_i32x4_splat(0)};
@@ -200,10 +176,7 @@ void gemm_q4_k_rows(int64_t nb, const BlockQ4_Kx8* g, const ref::BlockQ8_K* y,
       }
       const v128_t isum = transpose_sum(row[0], row[1], row[2], row[3]);
       const v128_t msum = transpose_sum(mins[0], mins[1], mins[2], mins[3]);
-      const v128_t term =
-          wasm_f32x4_sub(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), load(blk.d + 4 * h)),
-                         wasm_f32x4_mul(wasm_f32x4_convert_i32x4(msum), load(blk.dmin + 4 * h)));
-      acc[h] = wasm_f32x4_add(acc[h], wasm_f32x4_mul(term, da));
+      acc[h] = add_scaled_min(acc[h], isum, msum, blk.d + 4 * h, blk.dmin + 4 * h, da);
     }
   }
   store_8(out, acc[0], acc[1]);
@@ -239,8 +212,7 @@ void gemm_q6_k_rows(int64_t nb, const BlockQ6_Kx8* g, const ref::BlockQ8_K* y,
         }
       }
       const v128_t isum = transpose_sum(row[0], row[1], row[2], row[3]);
-      acc[h] = wasm_f32x4_add(acc[h], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum),
-                                                     wasm_f32x4_mul(load(blk.d + 4 * h), da)));
+      acc[h] = add_scaled(acc[h], isum, blk.d + 4 * h, da);
     }
   }
   store_8(out, acc[0], acc[1]);

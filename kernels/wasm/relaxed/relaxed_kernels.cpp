@@ -14,8 +14,9 @@
 // (Q6_K) products get the row's sub-block scale from one i32x4.dot_i16x8 and are summed
 // in int32 (Q4_K: two tokens at a time when there are several, one unpacking of the
 // nibbles for both); the 4 rows' int32 vectors are transposed into one (lane r = row r) and scaled
-// with the rows' float scales, as in the SIMD128 kernels (simd128_x8.cpp). Integer sums
-// are exact, so the results agree with ref's vec_dot to float rounding.
+// with the rows' float scales by the same helpers as the SIMD128 kernels (add_scaled*,
+// simd128_vec.h). Integer sums are exact, so the results are the SIMD128 kernels', and
+// agree with ref's vec_dot to float rounding.
 #include <stdint.h>
 #include <wasm_simd128.h>
 
@@ -24,10 +25,6 @@
 
 namespace runnel::simd128::relaxed {
 namespace {
-
-inline v128_t load(const void* p) {
-  return wasm_v128_load(p);
-}
 
 // 16 activation bytes (signed) times 16 weight bytes in [0, 127], neighbours summed.
 inline v128_t dot_u7(v128_t a, v128_t w) {
@@ -46,27 +43,7 @@ inline v128_t dup16_low(v128_t v) {
   return wasm_i16x8_shuffle(v, v, 0, 8, 1, 9, 2, 10, 3, 11);
 }
 
-// The 8 sums of 32 activation quants (from the 16 sums of 16) as int16 lanes.
-inline v128_t sums32(const ActQ8K& y) {
-  const v128_t lo = wasm_i32x4_extadd_pairwise_i16x8(load(y.bsums));
-  const v128_t hi = wasm_i32x4_extadd_pairwise_i16x8(load(y.bsums + 8));
-  return wasm_i16x8_narrow_i32x4(lo, hi);
-}
-
 // ---------------------------------------------------------------- Q4_0 / Q4_1
-
-// Field `field` (d or s, f16) of the nb activation blocks as floats into out[0, nb rounded
-// up to 8): 8 blocks per conversion.
-template <typename Act>
-inline void widen_field(const Act* y, int32_t nb, uint16_t Act::*field, float* out) {
-  for (int32_t b = 0; b < nb; b += 8) {
-    const auto f = [&](int k) -> uint16_t { return b + k < nb ? y[b + k].*field : 0; };
-    v128_t lo, hi;
-    f16x8_to_f32(wasm_u16x8_make(f(0), f(1), f(2), f(3), f(4), f(5), f(6), f(7)), &lo, &hi);
-    wasm_v128_store(out + b, lo);
-    wasm_v128_store(out + b + 4, hi);
-  }
-}
 
 // Row r's 32 nibbles (element order) against the activation's 32 quants: int16 pairs
 // (|lane| <= 4 * 15 * 128) summed into int32 lanes.
@@ -87,8 +64,8 @@ void legacy_rows(int32_t nb, const Group* g, const Act* y, const int32_t* sums, 
   const int32_t padded = (nb + 7) / 8 * 8;
   float* da = scratch;
   float* sa = scratch + padded;
-  widen_field(y, nb, &Act::d, da);
-  if constexpr (kMin) widen_field(y, nb, &ActQ8_1::s, sa);
+  widen_fields(y, nb, &Act::d, da);
+  if constexpr (kMin) widen_fields(y, nb, &ActQ8_1::s, sa);
   const v128_t mask = wasm_i8x16_splat(0x0F);
   v128_t acc0 = wasm_f32x4_splat(0.0f), acc1 = acc0;
   for (int32_t b = 0; b < nb; ++b) {
@@ -105,10 +82,8 @@ void legacy_rows(int32_t nb, const Group* g, const Act* y, const int32_t* sums, 
                               nibble_dot(blk.qs[4 * h + 3], a_lo, a_hi, mask));
       if constexpr (!kMin) isum[h] = wasm_i32x4_sub(isum[h], wasm_i32x4_splat(8 * sums[b]));
     }
-    acc0 = wasm_f32x4_add(
-        acc0, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum[0]), wasm_f32x4_mul(load(blk.d), d_a)));
-    acc1 = wasm_f32x4_add(acc1, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum[1]),
-                                               wasm_f32x4_mul(load(blk.d + 4), d_a)));
+    acc0 = add_scaled(acc0, isum[0], blk.d, d_a);
+    acc1 = add_scaled(acc1, isum[1], blk.d + 4, d_a);
     if constexpr (kMin) {
       const v128_t s_a = wasm_f32x4_splat(sa[b]);
       acc0 = wasm_f32x4_add(acc0, wasm_f32x4_mul(load(blk.m), s_a));
@@ -190,15 +165,13 @@ void q4_k_rows(int32_t nb, const BlockQ4_Kx8R* g, const uint8_t* a, int32_t a_st
       for (int r = 0; r < 4; ++r)
         m[r] = wasm_u16x8_extend_low_u8x16(wasm_v128_load64_zero(blk.m[4 * h + r]));
       for (int t = 0; t < kT; ++t) {
-        const v128_t s32 = sums32(y[t][b]);
+        const v128_t s32 = q8_k_sums32(y[t][b].bsums);
         const v128_t isum = transpose_sum(row0[t], row1[t], row2[t], row3[t]);
         const v128_t msum =
             transpose_sum(wasm_i32x4_dot_i16x8(m[0], s32), wasm_i32x4_dot_i16x8(m[1], s32),
                           wasm_i32x4_dot_i16x8(m[2], s32), wasm_i32x4_dot_i16x8(m[3], s32));
-        const v128_t term =
-            wasm_f32x4_sub(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), load(blk.d + 4 * h)),
-                           wasm_f32x4_mul(wasm_f32x4_convert_i32x4(msum), load(blk.dmin + 4 * h)));
-        acc[t][h] = wasm_f32x4_add(acc[t][h], wasm_f32x4_mul(term, wasm_f32x4_splat(y[t][b].d)));
+        acc[t][h] = add_scaled_min(acc[t][h], isum, msum, blk.d + 4 * h, blk.dmin + 4 * h,
+                                   wasm_f32x4_splat(y[t][b].d));
       }
     }
   }
@@ -244,8 +217,7 @@ void q6_k_rows(int32_t nb, const BlockQ6_Kx8R* g, const ActQ8K* y, float* out) {
       }
       const v128_t isum =
           wasm_i32x4_sub(transpose_sum(row0, row1, row2, row3), wasm_i32x4_shl(offset, 5));
-      acc[h] = wasm_f32x4_add(acc[h], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum),
-                                                     wasm_f32x4_mul(load(blk.d + 4 * h), da)));
+      acc[h] = add_scaled(acc[h], isum, blk.d + 4 * h, da);
     }
   }
   wasm_v128_store(out, acc[0]);
