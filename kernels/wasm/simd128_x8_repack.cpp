@@ -69,20 +69,23 @@ void lane_order_to_legacy(const uint8_t* in, uint8_t* qs) {
   for (int i = 0; i < 16; ++i) qs[i] = static_cast<uint8_t>(q[i] | q[16 + i] << 4);
 }
 
-// A Q6_K block's 256 quants in element order (the loop of ref's dequantize_row_q6_k: for
-// half h and l < 32, one ql / qh byte pair gives 4 elements), as q + kBias: int8 q - 32
-// for the SIMD128 layout, uint8 q for the relaxed one.
+// A Q6_K block's 256 quants (the loop of ref's dequantize_row_q6_k: for half h and l < 32,
+// one ql / qh byte pair gives 4 elements), as q + kBias: int8 q - 32 for the SIMD128
+// layout, uint8 q for the relaxed one. Element 32 c + i goes to q[c * chunk_stride + i]:
+// chunk_stride 32 is element order, the relaxed layout interleaves rows by 32 elements.
 template <int kBias, typename T>
-void q6_k_quants(const ref::BlockQ6_K& blk, T* q) {
+void q6_k_quants(const ref::BlockQ6_K& blk, T* q, int chunk_stride = 32) {
   for (int h = 0; h < 2; ++h) {
     const uint8_t* ql = blk.ql + 64 * h;
     const uint8_t* qh = blk.qh + 32 * h;
-    T* y = q + 128 * h;
+    T* y = q + 4 * h * chunk_stride;
     for (int l = 0; l < 32; ++l) {
       y[l] = static_cast<T>(((ql[l] & 0x0F) | ((qh[l] & 3) << 4)) + kBias);
-      y[l + 32] = static_cast<T>(((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) + kBias);
-      y[l + 64] = static_cast<T>(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) + kBias);
-      y[l + 96] = static_cast<T>(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) + kBias);
+      y[chunk_stride + l] =
+          static_cast<T>(((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) + kBias);
+      y[2 * chunk_stride + l] = static_cast<T>(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) + kBias);
+      y[3 * chunk_stride + l] =
+          static_cast<T>(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) + kBias);
     }
   }
 }
@@ -296,7 +299,7 @@ void repack_x8_q4_k_relaxed(int64_t n, const void* rows, size_t row_stride, void
         const uint8_t* qs = blk.qs + 32 * (s / 2);
         const int shift = 4 * (s % 2);
         for (int i = 0; i < 16; ++i) {
-          g[b].qs[r][s][i] =
+          g[b].qs[r / 2][s][r % 2][i] =
               static_cast<uint8_t>(((qs[i] >> shift) & 0x0F) | ((qs[16 + i] >> shift) & 0x0F) << 4);
         }
       }
@@ -310,8 +313,8 @@ void unpack_x8_row_q4_k_relaxed(int64_t n, const void* group, int r, void* row) 
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     get_q4_k_scales(g[b], r, out[b]);
     for (int c = 0; c < 4; ++c) {
-      const uint8_t* lo = g[b].qs[r][2 * c];      // sub-block 2c: the low nibbles
-      const uint8_t* hi = g[b].qs[r][2 * c + 1];  // sub-block 2c + 1: the high nibbles
+      const uint8_t* lo = g[b].qs[r / 2][2 * c][r % 2];      // sub-block 2c: low nibbles
+      const uint8_t* hi = g[b].qs[r / 2][2 * c + 1][r % 2];  // sub-block 2c + 1: high nibbles
       for (int i = 0; i < 16; ++i) {
         out[b].qs[32 * c + i] = static_cast<uint8_t>((lo[i] & 0x0F) | (hi[i] & 0x0F) << 4);
         out[b].qs[32 * c + 16 + i] = static_cast<uint8_t>((lo[i] >> 4) | (hi[i] >> 4) << 4);
@@ -330,7 +333,7 @@ void repack_x8_q6_k_relaxed(int64_t n, const void* rows, size_t row_stride, void
         g[b].scales[j][r / 4][2 * (r % 4)] = blk.scales[2 * j];
         g[b].scales[j][r / 4][2 * (r % 4) + 1] = blk.scales[2 * j + 1];
       }
-      q6_k_quants<0>(blk, g[b].q[r]);
+      q6_k_quants<0>(blk, reinterpret_cast<uint8_t*>(g[b].q[r / 4]) + 32 * (r % 4), 4 * 32);
     }
   }
 }
@@ -345,7 +348,8 @@ void unpack_x8_row_q6_k_relaxed(int64_t n, const void* group, int r, void* row) 
       out[b].scales[2 * j + 1] = g[b].scales[j][r / 4][2 * (r % 4) + 1];
     }
     int8_t q[kQK_K];
-    for (int i = 0; i < kQK_K; ++i) q[i] = static_cast<int8_t>(g[b].q[r][i] - 32);
+    for (int i = 0; i < kQK_K; ++i)
+      q[i] = static_cast<int8_t>(g[b].q[r / 4][i / 32][r % 4][i % 32] - 32);
     q6_k_pack(q, out[b]);
   }
 }

@@ -135,8 +135,8 @@ inline void q4_k_two_rows(const BlockQ4_Kx8R& blk, int h, const ActQ8K* const (&
     }
     const v128_t sc =
         dup16_low(wasm_u16x8_extend_low_u8x16(wasm_v128_load32_zero(&blk.sc[s][4 * h])));
-    q4_k_sub<r>(blk.qs[4 * h + r][s], a_lo, a_hi, sc, mask, row_a);
-    q4_k_sub<r + 1>(blk.qs[4 * h + r + 1][s], a_lo, a_hi, sc, mask, row_b);
+    q4_k_sub<r>(blk.qs[2 * h + r / 2][s][0], a_lo, a_hi, sc, mask, row_a);
+    q4_k_sub<r + 1>(blk.qs[2 * h + r / 2][s][1], a_lo, a_hi, sc, mask, row_b);
   }
 }
 
@@ -207,11 +207,11 @@ void q6_k_rows(int32_t nb, const BlockQ6_Kx8R* g, const ActQ8K* y, float* out) {
         // (r0 g2j, r0 g2j, r1 g2j, r1 g2j, ...) and the same for group 2j + 1
         const v128_t sc0 = wasm_i16x8_shuffle(sc, sc, 0, 0, 2, 2, 4, 4, 6, 6);
         const v128_t sc1 = wasm_i16x8_shuffle(sc, sc, 1, 1, 3, 3, 5, 5, 7, 7);
-        const uint8_t* q = blk.q[4 * h] + 32 * j;
-        row0 = wasm_i32x4_add(row0, q6_k_pair<0>(q, a0, a1, sc0, sc1));
-        row1 = wasm_i32x4_add(row1, q6_k_pair<1>(q + 256, a0, a1, sc0, sc1));
-        row2 = wasm_i32x4_add(row2, q6_k_pair<2>(q + 512, a0, a1, sc0, sc1));
-        row3 = wasm_i32x4_add(row3, q6_k_pair<3>(q + 768, a0, a1, sc0, sc1));
+        const uint8_t(&q)[4][32] = blk.q[h][j];
+        row0 = wasm_i32x4_add(row0, q6_k_pair<0>(q[0], a0, a1, sc0, sc1));
+        row1 = wasm_i32x4_add(row1, q6_k_pair<1>(q[1], a0, a1, sc0, sc1));
+        row2 = wasm_i32x4_add(row2, q6_k_pair<2>(q[2], a0, a1, sc0, sc1));
+        row3 = wasm_i32x4_add(row3, q6_k_pair<3>(q[3], a0, a1, sc0, sc1));
         offset = wasm_i32x4_add(
             offset, wasm_i32x4_dot_i16x8(sc, wasm_v128_load32_splat(y[b].bsums + 2 * j)));
       }
