@@ -163,7 +163,7 @@ void gemm_q4_k_rows(int64_t nb, const BlockQ4_Kx8* g, const ref::BlockQ8_K* y,
       for (int s = 0; s < 8; ++s) {
         const Act32 a(y[b].qs + 32 * s);
         for (int r = 0; r < 4; ++r) {
-          const v128_t dot = dot_lane_order(blk.qs[4 * h + r][s], a);
+          const v128_t dot = dot_lane_order(blk.qs[h][s][r], a);
           row[r] =
               wasm_i32x4_add(row[r], wasm_i32x4_mul(dot, wasm_i32x4_splat(blk.sc[s][4 * h + r])));
         }
@@ -196,7 +196,7 @@ void gemm_q6_k_rows(int64_t nb, const BlockQ6_Kx8* g, const ref::BlockQ8_K* y,
       for (int s = 0; s < 8; ++s) {
         const Act32 a(y[b].qs + 32 * s);
         for (int r = 0; r < 4; ++r) {
-          const int8_t* q = blk.q[4 * h + r] + 32 * s;
+          const int8_t* q = blk.q[h][s][r];
           const v128_t lo = load(q);
           const v128_t hi = load(q + 16);
           const v128_t dot0 =

@@ -50,22 +50,25 @@ static_assert(sizeof(BlockQ8_0x8) == 8 * 34 + 16);
 
 // Q4_K: sc[s][r] = row r's 6-bit scale of sub-block s (one byte, so the kernel splats it),
 // m[r][s] its min (a row's 8 mins are one 8-byte load, dotted with the 8 sub-block sums
-// of the activation), qs[r][s] sub-block s's 32 nibbles in lane order.
+// of the activation), qs[r / 4][s][r % 4] row r's sub-block s: 32 nibbles in lane order.
+// The kernel takes rows 4h .. 4h + 3 sub-block by sub-block, so it reads qs in order.
 struct BlockQ4_Kx8 {
   float d[kRows];
   float dmin[kRows];
   uint8_t sc[8][kRows];
   uint8_t m[kRows][8];
-  uint8_t qs[kRows][8][16];
+  uint8_t qs[2][8][4][16];
 };
 static_assert(sizeof(BlockQ4_Kx8) == 8 * 144 + 64);
 
-// Q6_K: scales[r][g] = row r's scale of 16-element group g, q[r][i] = its element i as
-// q - 32 in [-32, 31].
+// Q6_K: scales[r][g] = row r's scale of 16-element group g, q[r / 4][s][r % 4][i] = row
+// r's element 32 s + i as q - 32 in [-32, 31]: the order the kernel reads them in (4 rows'
+// 32 elements at a time). Rows stored whole made that 4 streams 256 bytes apart, which
+// the relaxed-SIMD kernel measured ~1.8x slower from memory.
 struct BlockQ6_Kx8 {
   float d[kRows];
   int8_t scales[kRows][kQK_K / 16];
-  int8_t q[kRows][kQK_K];
+  int8_t q[2][8][4][32];
 };
 static_assert(sizeof(BlockQ6_Kx8) == 32 + 8 * 16 + 8 * 256);
 

@@ -70,23 +70,31 @@ void lane_order_to_legacy(const uint8_t* in, uint8_t* qs) {
 }
 
 // A Q6_K block's 256 quants (the loop of ref's dequantize_row_q6_k: for half h and l < 32,
-// one ql / qh byte pair gives 4 elements), as q + kBias: int8 q - 32 for the SIMD128
-// layout, uint8 q for the relaxed one. Element 32 c + i goes to q[c * chunk_stride + i]:
-// chunk_stride 32 is element order, the relaxed layout interleaves rows by 32 elements.
+// one ql / qh byte pair gives 4 elements) into row r of an x8 group, whose layouts (SIMD128
+// and relaxed alike) hold element 32 c + i of row r at q[r / 4][c][r % 4][i], as q + kBias:
+// int8 q - 32 for the SIMD128 layout, uint8 q for the relaxed one.
 template <int kBias, typename T>
-void q6_k_quants(const ref::BlockQ6_K& blk, T* q, int chunk_stride = 32) {
+void q6_k_quants(const ref::BlockQ6_K& blk, int r, T (&q)[2][8][4][32]) {
+  const auto chunk = [&](int c) -> T* { return q[r / 4][c][r % 4]; };
   for (int h = 0; h < 2; ++h) {
     const uint8_t* ql = blk.ql + 64 * h;
     const uint8_t* qh = blk.qh + 32 * h;
-    T* y = q + 4 * h * chunk_stride;
     for (int l = 0; l < 32; ++l) {
-      y[l] = static_cast<T>(((ql[l] & 0x0F) | ((qh[l] & 3) << 4)) + kBias);
-      y[chunk_stride + l] =
+      chunk(4 * h)[l] = static_cast<T>(((ql[l] & 0x0F) | ((qh[l] & 3) << 4)) + kBias);
+      chunk(4 * h + 1)[l] =
           static_cast<T>(((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) + kBias);
-      y[2 * chunk_stride + l] = static_cast<T>(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) + kBias);
-      y[3 * chunk_stride + l] =
+      chunk(4 * h + 2)[l] = static_cast<T>(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) + kBias);
+      chunk(4 * h + 3)[l] =
           static_cast<T>(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) + kBias);
     }
+  }
+}
+
+// The inverse gather: row r's 256 quants in element order as q - 32 (q6_k_pack's input).
+template <int kBias, typename T>
+void q6_k_row_quants(const T (&q)[2][8][4][32], int r, int8_t* out) {
+  for (int i = 0; i < kQK_K; ++i) {
+    out[i] = static_cast<int8_t>(q[r / 4][i / 32][r % 4][i % 32] - kBias - 32);
   }
 }
 
@@ -172,8 +180,8 @@ void repack_x8_q4_k(int64_t n, const void* rows, size_t row_stride, void* group)
           lo[i] = blk.qs[32 * c + i] & 0x0F;
           hi[i] = blk.qs[32 * c + i] >> 4;
         }
-        put_lane_order(lo, g[b].qs[r][2 * c]);
-        put_lane_order(hi, g[b].qs[r][2 * c + 1]);
+        put_lane_order(lo, g[b].qs[r / 4][2 * c][r % 4]);
+        put_lane_order(hi, g[b].qs[r / 4][2 * c + 1][r % 4]);
       }
     }
   }
@@ -186,7 +194,7 @@ void repack_x8_q6_k(int64_t n, const void* rows, size_t row_stride, void* group)
       const auto& blk = row_block<ref::BlockQ6_K>(rows, row_stride, r, b);
       g[b].d[r] = scale_of(blk.d);
       std::memcpy(g[b].scales[r], blk.scales, sizeof blk.scales);
-      q6_k_quants<-32>(blk, g[b].q[r]);
+      q6_k_quants<-32>(blk, r, g[b].q);
     }
   }
 }
@@ -226,8 +234,8 @@ void unpack_x8_row_q4_k(int64_t n, const void* group, int r, void* row) {
     get_q4_k_scales(g[b], r, out[b]);
     for (int c = 0; c < 4; ++c) {
       uint8_t lo[kQK], hi[kQK];
-      get_lane_order(g[b].qs[r][2 * c], lo);
-      get_lane_order(g[b].qs[r][2 * c + 1], hi);
+      get_lane_order(g[b].qs[r / 4][2 * c][r % 4], lo);
+      get_lane_order(g[b].qs[r / 4][2 * c + 1][r % 4], hi);
       for (int i = 0; i < kQK; ++i)
         out[b].qs[32 * c + i] = static_cast<uint8_t>(lo[i] | hi[i] << 4);
     }
@@ -240,7 +248,9 @@ void unpack_x8_row_q6_k(int64_t n, const void* group, int r, void* row) {
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     out[b].d = half_of(g[b].d[r]);
     std::memcpy(out[b].scales, g[b].scales[r], sizeof out[b].scales);
-    q6_k_pack(g[b].q[r], out[b]);
+    int8_t q[kQK_K];
+    q6_k_row_quants<-32>(g[b].q, r, q);
+    q6_k_pack(q, out[b]);
   }
 }
 
@@ -299,7 +309,7 @@ void repack_x8_q4_k_relaxed(int64_t n, const void* rows, size_t row_stride, void
         const uint8_t* qs = blk.qs + 32 * (s / 2);
         const int shift = 4 * (s % 2);
         for (int i = 0; i < 16; ++i) {
-          g[b].qs[r / 2][s][r % 2][i] =
+          g[b].qs[r / 4][s][r % 4][i] =
               static_cast<uint8_t>(((qs[i] >> shift) & 0x0F) | ((qs[16 + i] >> shift) & 0x0F) << 4);
         }
       }
@@ -313,8 +323,8 @@ void unpack_x8_row_q4_k_relaxed(int64_t n, const void* group, int r, void* row) 
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     get_q4_k_scales(g[b], r, out[b]);
     for (int c = 0; c < 4; ++c) {
-      const uint8_t* lo = g[b].qs[r / 2][2 * c][r % 2];      // sub-block 2c: low nibbles
-      const uint8_t* hi = g[b].qs[r / 2][2 * c + 1][r % 2];  // sub-block 2c + 1: high nibbles
+      const uint8_t* lo = g[b].qs[r / 4][2 * c][r % 4];      // sub-block 2c: low nibbles
+      const uint8_t* hi = g[b].qs[r / 4][2 * c + 1][r % 4];  // sub-block 2c + 1: high nibbles
       for (int i = 0; i < 16; ++i) {
         out[b].qs[32 * c + i] = static_cast<uint8_t>((lo[i] & 0x0F) | (hi[i] & 0x0F) << 4);
         out[b].qs[32 * c + 16 + i] = static_cast<uint8_t>((lo[i] >> 4) | (hi[i] >> 4) << 4);
@@ -333,7 +343,7 @@ void repack_x8_q6_k_relaxed(int64_t n, const void* rows, size_t row_stride, void
         g[b].scales[j][r / 4][2 * (r % 4)] = blk.scales[2 * j];
         g[b].scales[j][r / 4][2 * (r % 4) + 1] = blk.scales[2 * j + 1];
       }
-      q6_k_quants<0>(blk, reinterpret_cast<uint8_t*>(g[b].q[r / 4]) + 32 * (r % 4), 4 * 32);
+      q6_k_quants<0>(blk, r, g[b].q);
     }
   }
 }
@@ -348,8 +358,7 @@ void unpack_x8_row_q6_k_relaxed(int64_t n, const void* group, int r, void* row) 
       out[b].scales[2 * j + 1] = g[b].scales[j][r / 4][2 * (r % 4) + 1];
     }
     int8_t q[kQK_K];
-    for (int i = 0; i < kQK_K; ++i)
-      q[i] = static_cast<int8_t>(g[b].q[r / 4][i / 32][r % 4][i % 32] - 32);
+    q6_k_row_quants<0>(g[b].q, r, q);
     q6_k_pack(q, out[b]);
   }
 }

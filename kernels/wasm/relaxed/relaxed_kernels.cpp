@@ -123,10 +123,10 @@ inline void q4_k_sub(const uint8_t* qs, const v128_t (&a_lo)[kT], const v128_t (
   }
 }
 
-// Rows 4h + r and 4h + r + 1 of block b over its 8 sub-blocks, against kT tokens.
-template <int r, int kT>
-inline void q4_k_two_rows(const BlockQ4_Kx8R& blk, int h, const ActQ8K* const (&y)[kT], int32_t b,
-                          v128_t mask, v128_t (&row_a)[kT], v128_t (&row_b)[kT]) {
+// Rows 4h + r0 .. 4h + r0 + kR - 1 of block b over its 8 sub-blocks, against kT tokens.
+template <int r0, int kR, int kT>
+inline void q4_k_pass(const BlockQ4_Kx8R& blk, int h, const ActQ8K* const (&y)[kT], int32_t b,
+                      v128_t mask, v128_t (&rows)[4][kT]) {
   for (int s = 0; s < 8; ++s) {
     v128_t a_lo[kT], a_hi[kT];
     for (int t = 0; t < kT; ++t) {
@@ -135,8 +135,10 @@ inline void q4_k_two_rows(const BlockQ4_Kx8R& blk, int h, const ActQ8K* const (&
     }
     const v128_t sc =
         dup16_low(wasm_u16x8_extend_low_u8x16(wasm_v128_load32_zero(&blk.sc[s][4 * h])));
-    q4_k_sub<r>(blk.qs[2 * h + r / 2][s][0], a_lo, a_hi, sc, mask, row_a);
-    q4_k_sub<r + 1>(blk.qs[2 * h + r / 2][s][1], a_lo, a_hi, sc, mask, row_b);
+    q4_k_sub<r0>(blk.qs[h][s][r0], a_lo, a_hi, sc, mask, rows[r0]);
+    if constexpr (kR > 1) q4_k_sub<r0 + 1>(blk.qs[h][s][r0 + 1], a_lo, a_hi, sc, mask, rows[r0 + 1]);
+    if constexpr (kR > 2) q4_k_sub<r0 + 2>(blk.qs[h][s][r0 + 2], a_lo, a_hi, sc, mask, rows[r0 + 2]);
+    if constexpr (kR > 3) q4_k_sub<r0 + 3>(blk.qs[h][s][r0 + 3], a_lo, a_hi, sc, mask, rows[r0 + 3]);
   }
 }
 
@@ -155,18 +157,24 @@ void q4_k_rows(int32_t nb, const BlockQ4_Kx8R* g, const uint8_t* a, int32_t a_st
     // Unrolled: acc[t][h] must stay in locals (this module has no stack).
 #pragma clang loop unroll(full)
     for (int h = 0; h < 2; ++h) {
-      v128_t row0[kT], row1[kT], row2[kT], row3[kT];
-      for (int t = 0; t < kT; ++t) row0[t] = row1[t] = row2[t] = row3[t] = wasm_i32x4_splat(0);
-      // Two rows at a time keeps 2 x kT accumulators and 2 x kT activations in registers.
-      q4_k_two_rows<0>(blk, h, y, b, mask, row0, row1);
-      q4_k_two_rows<2>(blk, h, y, b, mask, row2, row3);
+      v128_t rows[4][kT];
+      for (int t = 0; t < kT; ++t) rows[0][t] = rows[1][t] = rows[2][t] = rows[3][t] = wasm_i32x4_splat(0);
+      // One token: all 4 rows per sub-block, reading the block in order (~5% faster than
+      // two passes of 2 rows). Two tokens: 2 rows at a time, which keeps 2 x kT
+      // accumulators and 2 x kT activations in registers.
+      if constexpr (kT == 1) {
+        q4_k_pass<0, 4>(blk, h, y, b, mask, rows);
+      } else {
+        q4_k_pass<0, 2>(blk, h, y, b, mask, rows);
+        q4_k_pass<2, 2>(blk, h, y, b, mask, rows);
+      }
       // Min terms: a row's 8 mins dotted with the 8 sub-block sums (|lane| <= 2 * 63 * 4096).
       v128_t m[4];
       for (int r = 0; r < 4; ++r)
         m[r] = wasm_u16x8_extend_low_u8x16(wasm_v128_load64_zero(blk.m[4 * h + r]));
       for (int t = 0; t < kT; ++t) {
         const v128_t s32 = q8_k_sums32(y[t][b].bsums);
-        const v128_t isum = transpose_sum(row0[t], row1[t], row2[t], row3[t]);
+        const v128_t isum = transpose_sum(rows[0][t], rows[1][t], rows[2][t], rows[3][t]);
         const v128_t msum =
             transpose_sum(wasm_i32x4_dot_i16x8(m[0], s32), wasm_i32x4_dot_i16x8(m[1], s32),
                           wasm_i32x4_dot_i16x8(m[2], s32), wasm_i32x4_dot_i16x8(m[3], s32));
