@@ -84,8 +84,7 @@ void q6_k_quants(const ref::BlockQ6_K& blk, int r, T (&q)[2][8][4][32]) {
       chunk(4 * h + 1)[l] =
           static_cast<T>(((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) + kBias);
       chunk(4 * h + 2)[l] = static_cast<T>(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) + kBias);
-      chunk(4 * h + 3)[l] =
-          static_cast<T>(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) + kBias);
+      chunk(4 * h + 3)[l] = static_cast<T>(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) + kBias);
     }
   }
 }

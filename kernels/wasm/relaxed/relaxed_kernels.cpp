@@ -136,9 +136,12 @@ inline void q4_k_pass(const BlockQ4_Kx8R& blk, int h, const ActQ8K* const (&y)[k
     const v128_t sc =
         dup16_low(wasm_u16x8_extend_low_u8x16(wasm_v128_load32_zero(&blk.sc[s][4 * h])));
     q4_k_sub<r0>(blk.qs[h][s][r0], a_lo, a_hi, sc, mask, rows[r0]);
-    if constexpr (kR > 1) q4_k_sub<r0 + 1>(blk.qs[h][s][r0 + 1], a_lo, a_hi, sc, mask, rows[r0 + 1]);
-    if constexpr (kR > 2) q4_k_sub<r0 + 2>(blk.qs[h][s][r0 + 2], a_lo, a_hi, sc, mask, rows[r0 + 2]);
-    if constexpr (kR > 3) q4_k_sub<r0 + 3>(blk.qs[h][s][r0 + 3], a_lo, a_hi, sc, mask, rows[r0 + 3]);
+    if constexpr (kR > 1)
+      q4_k_sub<r0 + 1>(blk.qs[h][s][r0 + 1], a_lo, a_hi, sc, mask, rows[r0 + 1]);
+    if constexpr (kR > 2)
+      q4_k_sub<r0 + 2>(blk.qs[h][s][r0 + 2], a_lo, a_hi, sc, mask, rows[r0 + 2]);
+    if constexpr (kR > 3)
+      q4_k_sub<r0 + 3>(blk.qs[h][s][r0 + 3], a_lo, a_hi, sc, mask, rows[r0 + 3]);
   }
 }
 
@@ -158,7 +161,8 @@ void q4_k_rows(int32_t nb, const BlockQ4_Kx8R* g, const uint8_t* a, int32_t a_st
 #pragma clang loop unroll(full)
     for (int h = 0; h < 2; ++h) {
       v128_t rows[4][kT];
-      for (int t = 0; t < kT; ++t) rows[0][t] = rows[1][t] = rows[2][t] = rows[3][t] = wasm_i32x4_splat(0);
+      for (int t = 0; t < kT; ++t)
+        rows[0][t] = rows[1][t] = rows[2][t] = rows[3][t] = wasm_i32x4_splat(0);
       // One token: all 4 rows per sub-block, reading the block in order (~5% faster than
       // two passes of 2 rows). Two tokens: 2 rows at a time, which keeps 2 x kT
       // accumulators and 2 x kT activations in registers.
