@@ -110,7 +110,11 @@ try {
       const runnelPage = await openPage();
       loaded.runnel = await runnelPage.evaluate(([u, t]) => window.bench.load('runnel', u, t, 512), [url, threads]);
       await runnelPage.evaluate(() => window.bench.run('runnel', 'Hello there', 2)); // warm-up
+      // Runs start on a quiet machine: closing a page (its worker, its memory) takes the
+      // CPU for a moment on this 2-core VM, and the next run must not overlap it.
+      const settle = () => new Promise((resolve) => setTimeout(resolve, 2000));
       for (let r = 0; r < runs; ++r) {
+        await settle();
         const res = await runnelPage.evaluate(([p, n]) => window.bench.run('runnel', p, n), [prompt, nGen]);
         got.runnel.pp.push(res.pp);
         got.runnel.tg.push(res.tg);
@@ -121,6 +125,7 @@ try {
         // independent.
         const wPage = await openPage();
         loaded.wllama = await wPage.evaluate(([u, t]) => window.bench.load('wllama', u, t, 512), [url, threads]);
+        await settle();
         const w = await wPage.evaluate(([p, n]) => window.bench.run('wllama', p, n), [prompt, nGen]);
         got.wllama.pp.push(w.pp);
         got.wllama.tg.push(w.tg);
