@@ -15,20 +15,20 @@
 // lose whole time slices: compare --threads 1 too before trusting a 2-thread ratio.
 // Needs tests/parity/node_modules (scripts/setup.sh installs it).
 import {readFileSync} from "node:fs";
-import {parseArgs} from "node:util";
 
 import {llamaPromptTokens, loadLlamaModel, missingPrerequisite, modelPath, runRunnel,
         runnelBin} from "../tests/parity/lib/peers.mjs";
+import {median, parseCli, positiveInt} from "./lib/cli.mjs";
 
-const {values: opts} = parseArgs({options: {
+const usage = "usage: node scripts/compare_speed.mjs [--threads 2] [--n-gen 64] [--runs 3]";
+const opts = parseCli("compare_speed", usage, {
   threads: {type: "string", default: "2"},
   "n-gen": {type: "string", default: "64"},
   runs: {type: "string", default: "3"},
-}});
-const threads = Number(opts.threads), nGen = Number(opts["n-gen"]), runs = Number(opts.runs);
-for (const [name, v] of [["--threads", threads], ["--n-gen", nGen], ["--runs", runs]]) {
-  if (!Number.isInteger(v) || v < 1) throw new Error(`${name}: expected a positive integer, got ${v}`);
-}
+});
+const threads = positiveInt("compare_speed", usage, "--threads", opts.threads);
+const nGen = positiveInt("compare_speed", usage, "--n-gen", opts["n-gen"]);
+const runs = positiveInt("compare_speed", usage, "--runs", opts.runs);
 if (nGen < 2) throw new Error("--n-gen: need at least 2 tokens for a generation rate");
 
 // A prose prompt of ~150 tokens whose continuation does not end early.
@@ -45,7 +45,6 @@ const kPrompt =
 
 const llamaVersion = JSON.parse(readFileSync(
     new URL("../tests/parity/node_modules/node-llama-cpp/package.json", import.meta.url))).version;
-const median = xs => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function runnelOnce() {
   const {stderr} = await runRunnel(["run", "-m", modelPath, "-p", kPrompt, "-n", String(nGen),

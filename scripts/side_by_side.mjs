@@ -16,36 +16,26 @@
 import {execFile} from "node:child_process";
 import {existsSync, readdirSync, statSync} from "node:fs";
 import path from "node:path";
-import {parseArgs, promisify} from "node:util";
+import {promisify} from "node:util";
 import {fileURLToPath} from "node:url";
+
+import {median, parseCli, positiveInt, positiveIntList} from "./lib/cli.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const run = promisify(execFile);
 const usage = "usage: node scripts/side_by_side.mjs [--models a.gguf,b.gguf] [--threads 1,2] [--runs 3] [-p 128] [-n 32]";
-let opts;
-try {
-  ({values: opts} = parseArgs({options: {
-    models: {type: "string"},
-    threads: {type: "string", default: "1,2"},
-    runs: {type: "string", default: "3"},
-    p: {type: "string", short: "p", default: "128"},
-    n: {type: "string", short: "n", default: "32"},
-    help: {type: "boolean", short: "h", default: false},
-  }}));
-} catch (e) {
-  console.error(`side_by_side: ${e.message}\n${usage}`);
-  process.exit(2);
-}
-if (opts.help) {
-  console.log(usage);
-  process.exit(0);
-}
+const opts = parseCli("side_by_side", usage, {
+  models: {type: "string"},
+  threads: {type: "string", default: "1,2"},
+  runs: {type: "string", default: "3"},
+  p: {type: "string", short: "p", default: "128"},
+  n: {type: "string", short: "n", default: "32"},
+});
 const runnelBin = process.env.RUNNEL_BIN ?? path.join(root, "build-release/runnel");
-const threadsList = opts.threads.split(",").map(Number);
-const runs = Number(opts.runs), nPrompt = Number(opts.p), nGen = Number(opts.n);
-for (const v of [...threadsList, runs, nPrompt, nGen]) {
-  if (!Number.isInteger(v) || v < 1) throw new Error(`expected positive integers, got ${v}`);
-}
+const threadsList = positiveIntList("side_by_side", usage, "--threads", opts.threads);
+const runs = positiveInt("side_by_side", usage, "--runs", opts.runs);
+const nPrompt = positiveInt("side_by_side", usage, "-p", opts.p);
+const nGen = positiveInt("side_by_side", usage, "-n", opts.n);
 let models = opts.models?.split(",");
 if (!models) {
   models = [path.join(root, "models/SmolLM2-135M-Instruct.Q4_1.gguf")];
@@ -57,7 +47,6 @@ if (!models) {
 for (const m of models) if (!existsSync(m)) throw new Error(`no model at ${m}`);
 if (!existsSync(runnelBin)) throw new Error(`no runnel binary at ${runnelBin}`);
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const {getLlama, LlamaLogLevel} = await import(path.join(root, "tests/parity/node_modules/node-llama-cpp/dist/index.js"));
 
 async function runnelBench(model, threads, test) {

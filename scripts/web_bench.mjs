@@ -14,47 +14,27 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 
 import { launchPersistentChromium } from '../tests/web/lib/browser.mjs';
 import { startServer } from '../tests/web/lib/static_server.mjs';
+import { median, parseCli, positiveInt, positiveIntList } from './lib/cli.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const usage = 'usage: node scripts/web_bench.mjs [--models a.gguf,b.gguf] [--threads 1,2] [--runs 3]';
-let opts;
-try {
-  ({ values: opts } = parseArgs({ options: {
-    models: { type: 'string', default: ['models/SmolLM2-135M-Instruct.Q4_1.gguf',
-      'models/bench/llama-1b-q4_0.gguf', 'models/bench/llama-1b-q4_k_m.gguf'].join(',') },
-    threads: { type: 'string', default: '1,2' },
-    runs: { type: 'string', default: '3' },
-    help: { type: 'boolean', short: 'h', default: false },
-  } }));
-} catch (e) {
-  console.error(`web_bench: ${e.message}\n${usage}`);
-  process.exit(2);
-}
-if (opts.help) {
-  console.log(usage);
-  process.exit(0);
-}
+const opts = parseCli('web_bench', usage, {
+  models: { type: 'string', default: ['models/SmolLM2-135M-Instruct.Q4_1.gguf',
+    'models/bench/llama-1b-q4_0.gguf', 'models/bench/llama-1b-q4_k_m.gguf'].join(',') },
+  threads: { type: 'string', default: '1,2' },
+  runs: { type: 'string', default: '3' },
+});
 const models = opts.models.split(',').map((m) => path.resolve(root, m));
-const threadList = opts.threads.split(',').map(Number);
-const runs = Number(opts.runs);
-if (threadList.some((t) => !Number.isInteger(t) || t < 1) || !Number.isInteger(runs) || runs < 1) {
-  console.error(`web_bench: --threads needs positive integers and --runs a positive integer\n${usage}`);
-  process.exit(2);
-}
+const threadList = positiveIntList('web_bench', usage, '--threads', opts.threads);
+const runs = positiveInt('web_bench', usage, '--runs', opts.runs);
 const nGen = 32;
 const runnelBin = process.env.RUNNEL_BIN ?? path.join(root, 'build-release/runnel');
 
 for (const m of models) if (!fs.existsSync(m)) throw new Error(`no model ${m} (scripts/gen_bench_models.sh 1b q4_0 q4_k_m)`);
 if (!fs.existsSync(path.join(root, 'web/runnel-llm/dist/runnel.wasm'))) throw new Error('run `npm run build` in wasm/ first');
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 // A text prompt of about 128 tokens for every model here (they share SmolLM2's tokenizer).
 const prompt = ('The history of the city begins with a small settlement on the river, where traders ' +
