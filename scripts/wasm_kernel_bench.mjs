@@ -57,21 +57,22 @@ const kReadModule = (() => {
   ]);
 })();
 
-// One worker: its own memory and instance; returns { cache, stream } in G weights/s.
-// `start` (a SharedArrayBuffer) lines the workers up before each phase.
+// One worker: its own memory and instances. Returns { cache, stream } in G weights/s,
+// readGBs (the plain read of the streamed bytes) and bytesPerWeight. `start` (a
+// SharedArrayBuffer of one counter per timed pass) lines the workers up before each pass.
 function measure({ file, kind, start, nWorkers }) {
   const k = kinds[kind];
   const nb = n / k.weights;
   const groupBytes = nb * k.block;
   const kAct = 0, kSums = 16384, kScratch = 24576, kOut = 32768, kWeights = 1 << 20;
-  const memory = new WebAssembly.Memory({ initial: Math.ceil((kWeights + (streamRows / 8) * groupBytes) / 65536) + 1 });
+  const bytes = (streamRows / 8) * groupBytes; // the streamed weights
+  const memory = new WebAssembly.Memory({ initial: Math.ceil((kWeights + bytes) / 65536) + 1 });
   const u8 = new Uint8Array(memory.buffer);
   const view = new DataView(memory.buffer);
   let seed = 12345;
   const byte = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 16) & 255;
-  const blocks = (streamRows / 8) * nb;
-  for (let i = 0; i < blocks * k.block; ++i) u8[kWeights + i] = byte();
-  for (let b = 0; b < blocks; ++b) {
+  for (let i = 0; i < bytes; ++i) u8[kWeights + i] = byte();
+  for (let b = 0; b < bytes / k.block; ++b) {
     for (let f = 0; f < k.floats; ++f) view.setFloat32(kWeights + b * k.block + 4 * f, 1e-3, true);
   }
   for (let i = 0; i < nb * k.act; ++i) u8[kAct + i] = byte();
@@ -89,7 +90,6 @@ function measure({ file, kind, start, nWorkers }) {
     return (rows * n * reps) / ((performance.now() - t0) * 1e6);
   };
   const read = new WebAssembly.Instance(new WebAssembly.Module(kReadModule), { env: { memory } }).exports.read;
-  const bytes = (streamRows / 8) * groupBytes;
   pass(cacheRows, 50); // tier up
   read(kWeights, kWeights + (1 << 20));
   // Every timed pass starts when all workers reach it, so they run it at the same time.
@@ -135,7 +135,7 @@ if (!isMainThread) {
     process.exit(1);
   }
   const run = (kind, nWorkers) => {
-    const start = new SharedArrayBuffer(4 * 16); // one counter per timed pass
+    const start = new SharedArrayBuffer(4 * 16); // 11 timed passes: 5 cache, 3 stream, 3 read
     return Promise.all([...Array(nWorkers)].map(() => new Promise((resolve, reject) => {
       // V8 flags are per process: the workers have relaxed SIMD when this one has.
       const w = new Worker(new URL(import.meta.url), { workerData: { file: opts.module, kind, start, nWorkers } });
