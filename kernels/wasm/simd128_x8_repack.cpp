@@ -112,6 +112,12 @@ void q6_k_pack(const int8_t* q, ref::BlockQ6_K& blk) {
   }
 }
 
+// Quant e in [0, 32) of sub-block s of a Q4_K block: sub-blocks 2c and 2c + 1 share the
+// 32 bytes of chunk c, in the low and the high nibbles.
+inline int q4_k_quant(const ref::BlockQ4_K& blk, int s, int e) {
+  return (blk.qs[32 * (s / 2) + e] >> (4 * (s % 2))) & 0x0F;
+}
+
 // Row r's Q4_K scales in a group block (BlockQ4_Kx8 and the relaxed BlockQ4_Kx8R hold
 // them alike): d and dmin as floats, the 6-bit scales and mins unpacked.
 template <typename Group>
@@ -300,16 +306,16 @@ void unpack_x8_row_q4_1_relaxed(int64_t n, const void* group, int r, void* row) 
 void repack_x8_q4_k_relaxed(int64_t n, const void* rows, size_t row_stride, void* group) {
   auto* g = static_cast<relaxed::BlockQ4_Kx8R*>(group);
   for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const ref::BlockQ4_K* blk[kRows];
     for (int r = 0; r < kRows; ++r) {
-      const auto& blk = row_block<ref::BlockQ4_K>(rows, row_stride, r, b);
-      put_q4_k_scales(blk, r, g[b]);
-      // 32-byte chunk c: low nibbles are sub-block 2c, high nibbles sub-block 2c + 1.
-      for (int s = 0; s < 8; ++s) {
-        const uint8_t* qs = blk.qs + 32 * (s / 2);
-        const int shift = 4 * (s % 2);
-        for (int i = 0; i < 16; ++i) {
-          g[b].qs[r / 4][s][r % 4][i] =
-              static_cast<uint8_t>(((qs[i] >> shift) & 0x0F) | ((qs[16 + i] >> shift) & 0x0F) << 4);
+      blk[r] = &row_block<ref::BlockQ4_K>(rows, row_stride, r, b);
+      put_q4_k_scales(*blk[r], r, g[b]);
+    }
+    for (int s = 0; s < 8; ++s) {
+      for (int e = 0; e < 32; ++e) {
+        for (int r = 0; r < 4; ++r) {
+          g[b].qs[s][e / 4][4 * r + e % 4] =
+              static_cast<uint8_t>(q4_k_quant(*blk[r], s, e) | q4_k_quant(*blk[r + 4], s, e) << 4);
         }
       }
     }
@@ -321,12 +327,11 @@ void unpack_x8_row_q4_k_relaxed(int64_t n, const void* group, int r, void* row) 
   auto* out = static_cast<ref::BlockQ4_K*>(row);
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     get_q4_k_scales(g[b], r, out[b]);
-    for (int c = 0; c < 4; ++c) {
-      const uint8_t* lo = g[b].qs[r / 4][2 * c][r % 4];      // sub-block 2c: low nibbles
-      const uint8_t* hi = g[b].qs[r / 4][2 * c + 1][r % 4];  // sub-block 2c + 1: high nibbles
-      for (int i = 0; i < 16; ++i) {
-        out[b].qs[32 * c + i] = static_cast<uint8_t>((lo[i] & 0x0F) | (hi[i] & 0x0F) << 4);
-        out[b].qs[32 * c + 16 + i] = static_cast<uint8_t>((lo[i] >> 4) | (hi[i] >> 4) << 4);
+    std::memset(out[b].qs, 0, sizeof out[b].qs);
+    for (int s = 0; s < 8; ++s) {
+      for (int e = 0; e < 32; ++e) {
+        const int q = (g[b].qs[s][e / 4][4 * (r % 4) + e % 4] >> (4 * (r / 4))) & 0x0F;
+        out[b].qs[32 * (s / 2) + e] |= static_cast<uint8_t>(q << (4 * (s % 2)));
       }
     }
   }

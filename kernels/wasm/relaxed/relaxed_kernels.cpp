@@ -107,46 +107,40 @@ void legacy_tokens(int32_t nb, const void* group, const void* a, int32_t a_strid
 
 // ---------------------------------------------------------------- Q4_K / Q6_K
 
-// Q4_K, one sub-block of row r against kT tokens: (q . a) in int16 pairs (|lane| <= 4 * 15
-// * 128), times the row's scale into int32 (|row total| <= 8 * 63 * 32 * 15 * 128). The
-// nibbles are unpacked once for all kT tokens (prefill: kT = 2 halves the unpacking).
-template <int r, int kT>
-inline void q4_k_sub(const uint8_t* qs, const v128_t (&a_lo)[kT], const v128_t (&a_hi)[kT],
-                     v128_t sc, v128_t mask, v128_t (&row)[kT]) {
+// Q4_K, chunk c of a sub-block (elements 4c .. 4c + 3 of all 8 rows, one 16-byte load)
+// against kT tokens: the low nibbles (rows 0-3) add into p[0][t], the high ones (rows
+// 4-7) into p[1][t]; lanes 2r and 2r + 1 of p[h][t] belong to row 4h + r. Over a
+// sub-block's 8 chunks a lane sums 16 products: |lane| <= 16 * 15 * 128 < 2^15.
+template <int c, int kT>
+inline void q4_k_chunk(const uint8_t* qs, const v128_t (&a)[kT][2], v128_t mask,
+                       v128_t (&p)[2][kT]) {
   const v128_t v = load(qs);
   const v128_t lo = wasm_v128_and(v, mask);
   const v128_t hi = wasm_v128_and(wasm_u16x8_shr(v, 4), mask);
-  const v128_t scale = splat32<r>(sc);
   for (int t = 0; t < kT; ++t) {
-    const v128_t p = wasm_i16x8_add(dot_u7(a_lo[t], lo), dot_u7(a_hi[t], hi));
-    row[t] = wasm_i32x4_add(row[t], wasm_i32x4_dot_i16x8(p, scale));
+    const v128_t a4 = splat32<c % 4>(a[t][c / 4]);  // the 4 elements, once per row
+    p[0][t] = wasm_i16x8_add(p[0][t], dot_u7(a4, lo));
+    p[1][t] = wasm_i16x8_add(p[1][t], dot_u7(a4, hi));
   }
 }
 
-// Rows 4h + r0 .. 4h + r0 + kR - 1 of block b over its 8 sub-blocks, against kT tokens.
-template <int r0, int kR, int kT>
-inline void q4_k_pass(const BlockQ4_Kx8R& blk, int h, const ActQ8K* const (&y)[kT], int32_t b,
-                      v128_t mask, v128_t (&rows)[4][kT]) {
-  for (int s = 0; s < 8; ++s) {
-    v128_t a_lo[kT], a_hi[kT];
-    for (int t = 0; t < kT; ++t) {
-      a_lo[t] = load(y[t][b].qs + 32 * s);
-      a_hi[t] = load(y[t][b].qs + 32 * s + 16);
-    }
-    const v128_t sc =
-        dup16_low(wasm_u16x8_extend_low_u8x16(wasm_v128_load32_zero(&blk.sc[s][4 * h])));
-    q4_k_sub<r0>(blk.qs[h][s][r0], a_lo, a_hi, sc, mask, rows[r0]);
-    if constexpr (kR > 1)
-      q4_k_sub<r0 + 1>(blk.qs[h][s][r0 + 1], a_lo, a_hi, sc, mask, rows[r0 + 1]);
-    if constexpr (kR > 2)
-      q4_k_sub<r0 + 2>(blk.qs[h][s][r0 + 2], a_lo, a_hi, sc, mask, rows[r0 + 2]);
-    if constexpr (kR > 3)
-      q4_k_sub<r0 + 3>(blk.qs[h][s][r0 + 3], a_lo, a_hi, sc, mask, rows[r0 + 3]);
+// V8 schedules a block's loads ahead of the arithmetic that uses them; with the 8 chunk
+// loads of a sub-block live at once it ran out of registers and spilled them. Storing
+// the partial sums into `out` (rewritten with the results at the end) after every 2
+// chunks orders each chunk's arithmetic before the next loads (with the layout: 32 -> 38
+// G weights/s in cache, 30 -> 36 streamed from memory, 1 worker; wasm_kernel_bench.mjs).
+template <int kT>
+inline void q4_k_fence(const v128_t (&p)[2][kT], float* out, int32_t out_stride) {
+  for (int t = 0; t < kT; ++t) {
+    wasm_v128_store(out + t * out_stride, p[0][t]);
+    wasm_v128_store(out + t * out_stride + 4, p[1][t]);
   }
 }
 
 // Row r's block = d sum_s sc_s (q_s . a_s) - dmin sum_s m_s sum(a_s), times d_a, for
-// kT activation rows a_stride bytes apart (outputs out_stride floats apart).
+// kT activation rows a_stride bytes apart (outputs out_stride floats apart). Each
+// sub-block's int16 sums get the rows' scales from one i32x4.dot_i16x8 per 4 rows,
+// which leaves lane r = row r: no transposes for the products.
 template <int kT>
 void q4_k_rows(int32_t nb, const BlockQ4_Kx8R* g, const uint8_t* a, int32_t a_stride, float* out,
                int32_t out_stride) {
@@ -157,32 +151,49 @@ void q4_k_rows(int32_t nb, const BlockQ4_Kx8R* g, const uint8_t* a, int32_t a_st
   for (int t = 0; t < kT; ++t) acc[t][0] = acc[t][1] = wasm_f32x4_splat(0.0f);
   for (int32_t b = 0; b < nb; ++b) {
     const BlockQ4_Kx8R& blk = g[b];
-    // Unrolled: acc[t][h] must stay in locals (this module has no stack).
+    v128_t isum[2][kT];  // lane r: row 4h + r
+    for (int t = 0; t < kT; ++t) isum[0][t] = isum[1][t] = wasm_i32x4_splat(0);
+    for (int s = 0; s < 8; ++s) {
+      v128_t at[kT][2];
+      for (int t = 0; t < kT; ++t) {
+        at[t][0] = load(y[t][b].qs + 32 * s);
+        at[t][1] = load(y[t][b].qs + 32 * s + 16);
+      }
+      v128_t p[2][kT];
+      for (int t = 0; t < kT; ++t) p[0][t] = p[1][t] = wasm_i16x8_splat(0);
+      const uint8_t(&q)[8][16] = blk.qs[s];
+      q4_k_chunk<0>(q[0], at, mask, p);
+      q4_k_chunk<1>(q[1], at, mask, p);
+      q4_k_fence(p, out, out_stride);
+      q4_k_chunk<2>(q[2], at, mask, p);
+      q4_k_chunk<3>(q[3], at, mask, p);
+      q4_k_fence(p, out, out_stride);
+      q4_k_chunk<4>(q[4], at, mask, p);
+      q4_k_chunk<5>(q[5], at, mask, p);
+      q4_k_fence(p, out, out_stride);
+      q4_k_chunk<6>(q[6], at, mask, p);
+      q4_k_chunk<7>(q[7], at, mask, p);
+      // the 8 rows' scales as int16, each doubled: (r0, r0, r1, r1, ...) for each half
+      const v128_t sc = wasm_u16x8_extend_low_u8x16(wasm_v128_load64_zero(blk.sc[s]));
+      const v128_t sc_lo = dup16_low(sc);
+      const v128_t sc_hi = wasm_i16x8_shuffle(sc, sc, 4, 12, 5, 13, 6, 14, 7, 15);
+      for (int t = 0; t < kT; ++t) {
+        isum[0][t] = wasm_i32x4_add(isum[0][t], wasm_i32x4_dot_i16x8(p[0][t], sc_lo));
+        isum[1][t] = wasm_i32x4_add(isum[1][t], wasm_i32x4_dot_i16x8(p[1][t], sc_hi));
+      }
+    }
+    // Min terms: a row's 8 mins dotted with the 8 sub-block sums (|lane| <= 2 * 63 * 4096).
 #pragma clang loop unroll(full)
     for (int h = 0; h < 2; ++h) {
-      v128_t rows[4][kT];
-      for (int t = 0; t < kT; ++t)
-        rows[0][t] = rows[1][t] = rows[2][t] = rows[3][t] = wasm_i32x4_splat(0);
-      // One token: all 4 rows per sub-block, reading the block in order (~5% faster than
-      // two passes of 2 rows). Two tokens: 2 rows at a time, which keeps 2 x kT
-      // accumulators and 2 x kT activations in registers.
-      if constexpr (kT == 1) {
-        q4_k_pass<0, 4>(blk, h, y, b, mask, rows);
-      } else {
-        q4_k_pass<0, 2>(blk, h, y, b, mask, rows);
-        q4_k_pass<2, 2>(blk, h, y, b, mask, rows);
-      }
-      // Min terms: a row's 8 mins dotted with the 8 sub-block sums (|lane| <= 2 * 63 * 4096).
       v128_t m[4];
       for (int r = 0; r < 4; ++r)
         m[r] = wasm_u16x8_extend_low_u8x16(wasm_v128_load64_zero(blk.m[4 * h + r]));
       for (int t = 0; t < kT; ++t) {
         const v128_t s32 = q8_k_sums32(y[t][b].bsums);
-        const v128_t isum = transpose_sum(rows[0][t], rows[1][t], rows[2][t], rows[3][t]);
         const v128_t msum =
             transpose_sum(wasm_i32x4_dot_i16x8(m[0], s32), wasm_i32x4_dot_i16x8(m[1], s32),
                           wasm_i32x4_dot_i16x8(m[2], s32), wasm_i32x4_dot_i16x8(m[3], s32));
-        acc[t][h] = add_scaled_min(acc[t][h], isum, msum, blk.d + 4 * h, blk.dmin + 4 * h,
+        acc[t][h] = add_scaled_min(acc[t][h], isum[h][t], msum, blk.d + 4 * h, blk.dmin + 4 * h,
                                    wasm_f32x4_splat(y[t][b].d));
       }
     }

@@ -49,17 +49,19 @@ struct BlockQ4_1x8R {
 static_assert(sizeof(BlockQ4_1x8R) == 8 * 20 + 32, "same size as BlockQ4_1x8");
 
 // Q4_K: d, dmin and the 6-bit scales / mins as in BlockQ4_Kx8 (sc[s][r], m[r][s]);
-// qs[r / 4][s][r % 4][i] holds element i of row r's sub-block s in its low nibble and
-// element 16 + i in its high nibble, so one load and two masks give two 16-element halves
-// in element order. One token's product takes 4 rows per sub-block and so reads the bytes
-// in order: one forward stream per block (rows stored whole, read 2 rows at a time,
-// streamed ~7% slower: 28.6-28.9 against 30.6-30.9 G weights/s).
+// qs[s][c][4 r + k] holds element 4c + k of sub-block s, row r in its low nibble and
+// row r + 4 in its high nibble. One 16-byte load is then 4 elements of all 8 rows: its
+// low nibbles dot with the activation's 4 elements splatted (rows 0-3), its high nibbles
+// with the same splat (rows 4-7), and a sub-block's int16 sums come out with lane pairs
+// by row, scaled by one i32x4.dot_i16x8 per 4 rows. The block streams in as one forward
+// run. (Rows' 32 elements per load, `qs[r / 4][s][r % 4]`, needed a splat of the row's
+// scale and a scale dot per row and load: 30 against 36 G weights/s streamed.)
 struct BlockQ4_Kx8R {
   float d[kRows];
   float dmin[kRows];
   uint8_t sc[8][kRows];
   uint8_t m[kRows][8];
-  uint8_t qs[2][8][4][16];
+  uint8_t qs[8][8][16];
 };
 static_assert(sizeof(BlockQ4_Kx8R) == 8 * 144 + 64, "same size as BlockQ4_Kx8");
 

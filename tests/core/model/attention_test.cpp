@@ -1,0 +1,120 @@
+// attention(): grouped-query heads against a double-precision loop over the f16 cache,
+// with the reference kernels and with this machine's best.
+#include "core/model/attention.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "core/runtime/parallel.h"
+#include "kernels/fp16.h"
+#include "kernels/kernels.h"
+
+namespace runnel {
+namespace {
+
+ModelConfig gqa_config() {
+  ModelConfig c;
+  c.n_embd = 256;
+  c.n_layer = 2;
+  c.n_ff = 512;
+  c.n_head = 8;
+  c.n_head_kv = 2;  // 4 query heads per kv head
+  c.head_dim = c.head_dim_v = 64;
+  c.n_rot = 64;
+  c.n_vocab = 32;
+  return c;
+}
+
+float round_f16(float x) {
+  return fp16_to_fp32(fp32_to_fp16(x));
+}
+
+// A cache of n_pos positions with smooth pseudo-random keys and values (some large
+// enough to matter in the softmax), and queries for n_tokens tokens.
+struct Filled {
+  KvCache kv;
+  std::vector<float> q;
+};
+
+Filled fill(const ModelConfig& c, int layer, int n_pos, int n_tokens) {
+  Filled f{KvCache(c.n_layer, 64, c.kv_dim(), c.v_dim()), {}};
+  std::vector<float> k(c.kv_dim()), v(c.v_dim());
+  for (int p = 0; p < n_pos; ++p) {
+    for (int i = 0; i < c.kv_dim(); ++i) k[i] = 2.0f * std::sin(0.71f * i + 1.3f * p);
+    for (int i = 0; i < c.v_dim(); ++i) v[i] = std::cos(0.37f * i - 0.9f * p);
+    f.kv.store(layer, p, k.data(), v.data());
+  }
+  f.q.resize(static_cast<size_t>(n_tokens) * c.q_dim());
+  for (size_t i = 0; i < f.q.size(); ++i) f.q[i] = std::sin(0.13f * static_cast<float>(i) + 0.5f);
+  return f;
+}
+
+// out[i][h] in double from the f16 cache, with the query and probabilities rounded to
+// f16 like the kernels (so only summation order separates the two).
+std::vector<double> reference(const ModelConfig& c, const Filled& f, int layer, int n_tokens,
+                              int pos0) {
+  std::vector<double> out(static_cast<size_t>(n_tokens) * c.attn_out_dim());
+  const int group = c.n_head / c.n_head_kv;
+  for (int i = 0; i < n_tokens; ++i) {
+    const int n = pos0 + i + 1;
+    for (int h = 0; h < c.n_head; ++h) {
+      const int g = h / group;
+      std::vector<double> s(n);
+      double top = -1e300;
+      for (int t = 0; t < n; ++t) {
+        double dot = 0;
+        for (int d = 0; d < c.head_dim; ++d) {
+          dot += round_f16(f.q[static_cast<size_t>(i) * c.q_dim() + h * c.head_dim + d]) *
+                 fp16_to_fp32(f.kv.k(layer, t)[g * c.head_dim + d]);
+        }
+        s[t] = dot / std::sqrt(static_cast<double>(c.head_dim));
+        top = std::max(top, s[t]);
+      }
+      double sum = 0;
+      for (double& x : s) sum += (x = std::exp(x - top));
+      for (int d = 0; d < c.head_dim_v; ++d) {
+        double acc = 0;
+        for (int t = 0; t < n; ++t) {
+          acc += round_f16(static_cast<float>(s[t] / sum)) *
+                 fp16_to_fp32(f.kv.v_row(layer, g * c.head_dim_v + d)[t]);
+        }
+        out[static_cast<size_t>(i) * c.attn_out_dim() + h * c.head_dim_v + d] = acc;
+      }
+    }
+  }
+  return out;
+}
+
+// Selects this machine's best kernels for a test's life, then the reference again (the
+// default the other tests expect).
+struct BestKernels {
+  BestKernels() { REQUIRE(select_kernels("")); }
+  ~BestKernels() { select_kernels("ref"); }
+};
+
+}  // namespace
+
+TEST_CASE("attention over grouped-query heads matches a double loop over the f16 cache",
+          "[model]") {
+  const ModelConfig c = gqa_config();
+  const int layer = 1, n_tokens = 3, pos0 = 37;
+  Filled f = fill(c, layer, pos0 + n_tokens, n_tokens);
+  const std::vector<double> want = reference(c, f, layer, n_tokens, pos0);
+  InlineParallel par;
+  const bool best = GENERATE(false, true);
+  std::unique_ptr<BestKernels> select;
+  if (best) select = std::make_unique<BestKernels>();
+  INFO("kernels " << kernels().isa);
+  AttentionScratch scratch(4, 64, c.head_dim);
+  std::vector<float> got(want.size());
+  attention(par, c, f.kv, layer, f.q.data(), n_tokens, pos0, scratch, got.data());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("output " << i << ": " << got[i] << " vs " << want[i]);
+    CHECK(std::fabs(got[i] - want[i]) <= 1e-5 + 1e-4 * std::fabs(want[i]));
+  }
+}
+
+}  // namespace runnel
