@@ -36,6 +36,11 @@ struct FloatOps {
   // expensive (SIMD128 has no conversion instruction): the query / probabilities are
   // widened once per head instead of once per position.
   float (*dot_f16_f32)(int64_t n, const uint16_t* w, const float* a) = nullptr;
+  // Optional: out[j * out_stride] = sum_i f16(w[i]) a[j * a_stride + i] for j < n_a, the
+  // f16 row widened once for all n_a float rows (attention's query heads that share a kv
+  // head). Within vec_dot_f16's error bound of each exact dot.
+  void (*dot_f16_f32_multi)(int64_t n, const uint16_t* w, const float* a, int64_t a_stride, int n_a,
+                            float* out, int64_t out_stride) = nullptr;
 };
 
 // The scalar reference ops (always available; the oracle for every other ISA).

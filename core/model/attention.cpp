@@ -18,12 +18,14 @@ struct DotKernels {
   // (the same products, bit for bit), and the widening.
   float (*dot_f32)(int64_t, const uint16_t*, const float*);
   void (*widen)(const void*, float*, int64_t);
+  // Where offered: one f16 row against several float rows (FloatOps::dot_f16_f32_multi).
+  void (*dot_multi)(int64_t, const uint16_t*, const float*, int64_t, int, float*, int64_t);
 };
 
 DotKernels f16_dot() {
   const TypeKernels& f16 = kernels().of(GgmlType::F16);
   return DotKernels{f16.vec_dot, kernels().of(f16.vec_dot_type).quantize_row,
-                    float_ops().dot_f16_f32, f16.dequantize_row};
+                    float_ops().dot_f16_f32, f16.dequantize_row, float_ops().dot_f16_f32_multi};
 }
 
 // The same for a quantized cache (layouts in core/kv/kv_cache.h).
@@ -68,10 +70,46 @@ void attend_one(const ModelConfig& c, const KvCache& kv, int layer, const float*
   for (int d = 0; d < c.head_dim_v; ++d) out[d] = dot(n, kv.v_row(layer, v_off + d));
 }
 
+// Query heads kv_head * group .. + group - 1 of one token (q, out: the first of them),
+// which all read kv head kv_head: attend_one's steps, with each K slice and V row
+// widened once and dotted with the group's queries / probabilities in one call.
+void attend_group(const ModelConfig& c, const KvCache& kv, int layer, const float* q, int kv_head,
+                  int group, int n_past, float scale, const DotKernels& k, AttentionScratch& s,
+                  int task, float* out) {
+  const int n = n_past + 1;
+  uint8_t* act = s.act(task);
+  const int64_t a_stride = static_cast<int64_t>(s.act_f32_stride());
+  const int64_t s_stride = static_cast<int64_t>(s.scores_stride());
+  float* scores = s.scores(task);
+  // each head's query rounded to the dot's format (f16), widened back
+  for (int j = 0; j < group; ++j) {
+    k.to_act(q + static_cast<size_t>(j) * c.head_dim, act, c.head_dim);
+    k.widen(act, s.act_f32(task, j), c.head_dim);
+  }
+  // scores[j][0..n): q_j . k_t / sqrt(head_dim), then probabilities, rounded and widened
+  const int k_off = kv_head * c.head_dim;
+  for (int t = 0; t < n; ++t) {
+    k.dot_multi(c.head_dim, kv.k(layer, t) + k_off, s.act_f32(task), a_stride, group, scores + t,
+                s_stride);
+    for (int j = 0; j < group; ++j) scores[j * s_stride + t] *= scale;
+  }
+  for (int j = 0; j < group; ++j) {
+    float_ops().softmax(scores + j * s_stride, n);
+    k.to_act(scores + j * s_stride, act, n);
+    k.widen(act, s.act_f32(task, j), n);
+  }
+  // out[j][d] = probabilities_j . V^T[d][0..n)
+  const int v_off = kv_head * c.head_dim_v;
+  for (int d = 0; d < c.head_dim_v; ++d) {
+    k.dot_multi(n, kv.v_row(layer, v_off + d), s.act_f32(task), a_stride, group, out + d,
+                c.head_dim_v);
+  }
+}
+
 }  // namespace
 
-AttentionScratch::AttentionScratch(int n_tasks, int n_ctx, int head_dim)
-    : n_tasks_(n_tasks), n_ctx_(n_ctx), head_dim_(head_dim) {
+AttentionScratch::AttentionScratch(int n_tasks, int n_ctx, int head_dim, int group)
+    : n_tasks_(n_tasks), n_ctx_(n_ctx), head_dim_(head_dim), group_(std::max(1, group)) {
   const GgmlType fmt = kernels().of(GgmlType::F16).vec_dot_type;
   if (traits(fmt).block_size != 1) {
     throw std::logic_error("attention needs an unblocked F16 dot format, the kernels use " +
@@ -79,30 +117,37 @@ AttentionScratch::AttentionScratch(int n_tasks, int n_ctx, int head_dim)
   }
   act_stride_ = row_bytes(fmt, std::max(n_ctx, head_dim));
   act_stride_ = (act_stride_ + 63) / 64 * 64;  // tasks' rows on separate cache lines
-  scores_.resize(static_cast<size_t>(n_tasks) * n_ctx);
+  scores_.resize(static_cast<size_t>(n_tasks) * group_ * n_ctx);
   act_.resize(static_cast<size_t>(n_tasks) * act_stride_);
   v_tmp_.resize(static_cast<size_t>(n_tasks) * head_dim);
   act_f32_stride_ =
       float_ops().dot_f16_f32 ? (static_cast<size_t>(std::max(n_ctx, head_dim)) + 15) / 16 * 16 : 0;
-  act_f32_.resize(static_cast<size_t>(n_tasks) * act_f32_stride_);
+  act_f32_.resize(static_cast<size_t>(n_tasks) * group_ * act_f32_stride_);
 }
 
 void attention(Parallel& par, const ModelConfig& c, const KvCache& kv, int layer, const float* q,
                int n_tokens, int pos0, AttentionScratch& scratch, float* out) {
-  const int n_pairs = n_tokens * c.n_head;
-  const int n_tasks = std::min(scratch.n_tasks(), n_tasks_for(par, n_pairs));
   const int group = c.n_head / c.n_head_kv;  // query heads per kv head
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   DotKernels k = f16_dot();
   if (scratch.act_f32(0) == nullptr) k.dot_f32 = nullptr;  // scratch made for other kernels
+  // A task's unit of work: a (token, kv head) pair and its query heads where widening is
+  // worth sharing, else a (token, query head) pair.
+  const bool grouped = k.dot_f32 != nullptr && k.dot_multi != nullptr && kv.v_transposed() &&
+                       group > 1 && scratch.group() >= group;
+  const int per_token = grouped ? c.n_head_kv : c.n_head;
+  const int n_units = n_tokens * per_token;
+  const int n_tasks = std::min(scratch.n_tasks(), n_tasks_for(par, n_units));
   const auto task_fn = [&](int task) {
-    const int end = static_cast<int>(split_begin(n_pairs, task + 1, n_tasks));
-    for (int pair = static_cast<int>(split_begin(n_pairs, task, n_tasks)); pair < end; ++pair) {
-      const int i = pair / c.n_head;
-      const int h = pair % c.n_head;
+    const int end = static_cast<int>(split_begin(n_units, task + 1, n_tasks));
+    for (int unit = static_cast<int>(split_begin(n_units, task, n_tasks)); unit < end; ++unit) {
+      const int i = unit / per_token;
+      const int h = grouped ? unit % per_token * group : unit % per_token;  // (first) query head
       const float* qh = q + static_cast<size_t>(i) * c.q_dim() + h * c.head_dim;
       float* oh = out + static_cast<size_t>(i) * c.attn_out_dim() + h * c.head_dim_v;
-      if (kv.v_transposed()) {
+      if (grouped) {
+        attend_group(c, kv, layer, qh, h / group, group, pos0 + i, scale, k, scratch, task, oh);
+      } else if (kv.v_transposed()) {
         attend_one(c, kv, layer, qh, h / group, pos0 + i, scale, k, scratch.scores(task),
                    scratch.act(task), scratch.act_f32(task), oh);
       } else {

@@ -14,32 +14,42 @@ namespace runnel {
 // Per-task buffers, allocated once per session.
 class AttentionScratch {
  public:
-  // Buffers for n_tasks tasks (make it n_tasks_for(par, large)). Throws
-  // std::logic_error if the kernel table's F16 dot takes a blocked format.
-  AttentionScratch(int n_tasks, int n_ctx, int head_dim);
+  // Buffers for n_tasks tasks (make it n_tasks_for(par, large)) that take up to `group`
+  // query heads at once (n_head / n_head_kv). Throws std::logic_error if the kernel
+  // table's F16 dot takes a blocked format.
+  AttentionScratch(int n_tasks, int n_ctx, int head_dim, int group = 1);
 
   int n_tasks() const { return n_tasks_; }
-  float* scores(int task) { return scores_.data() + static_cast<size_t>(task) * n_ctx_; }
+  int group() const { return group_; }
+  // [n_ctx] floats: scores, then probabilities, of the task's j-th head.
+  float* scores(int task, int j = 0) {
+    return scores_.data() + (static_cast<size_t>(task) * group_ + j) * n_ctx_;
+  }
   // Room for one query head or one row of probabilities in the F16 dot's format (or
   // a query head in a quantized cache's activation format).
   uint8_t* act(int task) { return act_.data() + static_cast<size_t>(task) * act_stride_; }
   // [head_dim] floats: a dequantized V row slice (quantized caches).
   float* v_tmp(int task) { return v_tmp_.data() + static_cast<size_t>(task) * head_dim_; }
-  // [max(n_ctx, head_dim)] floats: act() widened back to floats (FloatOps::dot_f16_f32).
-  // nullptr when the kernels chosen at construction did not offer it.
-  float* act_f32(int task) {
-    return act_f32_stride_ ? act_f32_.data() + static_cast<size_t>(task) * act_f32_stride_
-                           : nullptr;
+  // [max(n_ctx, head_dim)] floats: the j-th head's query / probabilities rounded to the
+  // F16 dot's format and widened back to floats (FloatOps::dot_f16_f32). nullptr when
+  // the kernels chosen at construction did not offer it.
+  float* act_f32(int task, int j = 0) {
+    return act_f32_stride_
+               ? act_f32_.data() + (static_cast<size_t>(task) * group_ + j) * act_f32_stride_
+               : nullptr;
   }
+  // Floats between two heads' scores() / act_f32() rows.
+  size_t scores_stride() const { return static_cast<size_t>(n_ctx_); }
+  size_t act_f32_stride() const { return act_f32_stride_; }
 
  private:
-  int n_tasks_, n_ctx_, head_dim_;
+  int n_tasks_, n_ctx_, head_dim_, group_;
   size_t act_stride_;
   size_t act_f32_stride_;
-  std::vector<float> v_tmp_;   // [n_tasks][head_dim]
-  std::vector<float> scores_;  // [n_tasks][n_ctx]
-  std::vector<uint8_t> act_;   // [n_tasks][max(n_ctx, head_dim) in the dot's format]
-  std::vector<float> act_f32_;  // [n_tasks][max(n_ctx, head_dim)], when dot_f16_f32 is offered
+  std::vector<float> v_tmp_;    // [n_tasks][head_dim]
+  std::vector<float> scores_;   // [n_tasks][group][n_ctx]
+  std::vector<uint8_t> act_;    // [n_tasks][max(n_ctx, head_dim) in the dot's format]
+  std::vector<float> act_f32_;  // [n_tasks][group][max(n_ctx, head_dim)], with dot_f16_f32
 };
 
 // For each token i of the batch (position pos0 + i) and query head h:
@@ -51,7 +61,10 @@ class AttentionScratch {
 //   q     [n_tokens, n_head * head_dim]
 //   out   [n_tokens, n_head * head_dim_v]
 // (token, head) pairs are split statically over n_tasks_for(par, pairs) tasks (at most
-// the scratch's).
+// the scratch's). Where the kernels offer FloatOps::dot_f16_f32_multi (SIMD128, which
+// has no f16 conversion) and the scratch takes whole groups, a task takes a (token, kv
+// head) pair instead, and each K slice and V row is widened once for the group's query
+// heads, in one call for all of them.
 void attention(Parallel& par, const ModelConfig& c, const KvCache& kv, int layer, const float* q,
                int n_tokens, int pos0, AttentionScratch& scratch, float* out);
 

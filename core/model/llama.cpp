@@ -51,7 +51,8 @@ ForwardScratch::ForwardScratch(const ModelConfig& c, int n_batch_, int n_ctx, in
       bias_v(c.v_dim()),
       rope(static_cast<size_t>(n_batch_) * c.n_rot),
       logits(static_cast<size_t>(all_logits ? n_batch_ : 1) * c.n_vocab),
-      att(n_tasks_, n_ctx, std::max(c.head_dim, c.head_dim_v)) {}
+      att(n_tasks_, n_ctx, std::max(c.head_dim, c.head_dim_v),
+          c.n_head / std::max(1, c.n_head_kv)) {}
 
 LlamaModel::LlamaModel(const ModelConfig& config, WeightStore& store, Parallel* par)
     : config_(config), store_(store) {

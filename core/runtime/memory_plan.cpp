@@ -51,10 +51,16 @@ uint64_t plan_scratch_bytes(const ModelConfig& c, const MemoryPlanOptions& o, bo
   const uint64_t packed =
       float_gemm ? b_groups * ((widest + 7) / 8 * 8) * 4 : b_groups * widest * 5 / 4;
   const uint64_t matmul = 3 * b * widest * 4ull + 3 * packed;
-  // AttentionScratch per task: scores, an f16 row (64-byte rounded), a V row
+  // AttentionScratch per task: scores of a kv head's query heads, an f16 row (64-byte
+  // rounded), a V row, and where the kernels offer dot_f16_f32 (wasm) those query heads'
+  // rows widened back to floats (counted everywhere: < 1 MiB)
   const uint64_t head = static_cast<uint64_t>(std::max(c.head_dim, c.head_dim_v));
-  const uint64_t act = (2 * std::max<uint64_t>(o.n_ctx, head) + 63) / 64 * 64;
-  const uint64_t attention = static_cast<uint64_t>(o.n_tasks) * (4ull * o.n_ctx + act + 4 * head);
+  const uint64_t group = static_cast<uint64_t>(std::max(1, c.n_head / std::max(1, c.n_head_kv)));
+  const uint64_t longest = std::max<uint64_t>(o.n_ctx, head);
+  const uint64_t act = (2 * longest + 63) / 64 * 64;
+  const uint64_t widened = 4 * group * ((longest + 15) / 16 * 16);
+  const uint64_t attention =
+      static_cast<uint64_t>(o.n_tasks) * (4ull * group * o.n_ctx + act + 4 * head + widened);
   return static_cast<uint64_t>(o.n_sessions) * (4 * floats + matmul + attention);
 }
 

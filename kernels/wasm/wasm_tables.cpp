@@ -70,6 +70,7 @@ FloatOps build_simd128_float_ops() {
   ops.axpy = simd128::axpy;
   ops.rope_apply = simd128::rope_apply;
   ops.dot_f16_f32 = simd128::dot_f16_f32;
+  ops.dot_f16_f32_multi = simd128::dot_f16_f32_multi;
   return ops;
 }
 

@@ -52,7 +52,8 @@ TEST_CASE("memory plan: scratch of the 1B shape by hand", "[plan]") {
   // floats: 64 x (3*2048 + 2048 + 512 + 512 + 2048 + 2*8192 + 64) + (2048 + 2048 + 512 + 512) + 128256
   const uint64_t floats = 64ull * (6144 + 2048 + 512 + 512 + 2048 + 16384 + 64) + 5120 + 128256;
   const uint64_t matmul = 3ull * 64 * 8192 * 4 + 3ull * 64 * 8192 * 5 / 4;  // rows + packed groups
-  const uint64_t attention = 8ull * (4 * 4096 + 2 * 4096 + 4 * 64);
+  // per task: 4 heads' scores, an f16 row, a V row, 4 widened rows (wasm)
+  const uint64_t attention = 8ull * (4 * 4 * 4096 + 2 * 4096 + 4 * 64 + 4 * 4 * 4096);
   CHECK(plan_scratch_bytes(c, o) == 4 * floats + matmul + attention);
   // float matrices: packed f32 groups, 4 bytes an element of the 8-token groups
   const uint64_t float_matmul = 3ull * 64 * 8192 * 4 + 3ull * 64 * 8192 * 4;

@@ -323,6 +323,57 @@ TEST_CASE("SIMD128 dot_f16_f32 equals the F16 dot bit for bit, its activation wi
   }
 }
 
+TEST_CASE(
+    "SIMD128 dot_f16_f32_multi: one f16 row against several float rows, each within "
+    "vec_dot's bound",
+    "[simd128]") {
+  // Attention's query heads sharing a kv head (core/model/attention.cpp); n_a > 4 takes
+  // passes of 4 and the rest.
+  const auto multi = simd128_float_ops()->dot_f16_f32_multi;
+  REQUIRE(multi != nullptr);
+  for (int64_t n : {1, 7, 8, 9, 16, 64, 100, 4099}) {
+    for (int n_a : {1, 2, 3, 4, 5, 8, 9}) {
+      for (int kind = 0; kind < 3; ++kind) {
+        INFO("n " << n << ", rows " << n_a << ", kind " << kind);
+        Rng rng(static_cast<uint64_t>(n) * 31 + static_cast<uint64_t>(n_a) * 7 +
+                static_cast<uint64_t>(kind));
+        std::vector<float> x(static_cast<size_t>(n));
+        for (float& v : x)
+          v = kind == 1 ? rng.symmetric() * 1e-6f : rng.bell() * (kind == 2 ? 300.0f : 1.0f);
+        auto w = test::quantize(GgmlType::F16, x);
+        const int64_t a_stride = n + 3;
+        std::vector<float> a(static_cast<size_t>(a_stride * n_a));
+        for (float& v : a) v = rng.bell();
+        const int64_t out_stride = 2;
+        std::vector<float> out(static_cast<size_t>(out_stride * n_a), -1.0f);
+        multi(n, reinterpret_cast<const uint16_t*>(w.data()), a.data(), a_stride, n_a, out.data(),
+              out_stride);
+        std::vector<float> w32(static_cast<size_t>(n));
+        ref_kernels().of(GgmlType::F16).dequantize_row(w.data(), w32.data(), n);
+        for (int j = 0; j < n_a; ++j) {
+          double exact = 0.0, magnitude = 0.0;
+          for (int64_t i = 0; i < n; ++i) {
+            const double p = static_cast<double>(w32[i]) * a[j * a_stride + i];
+            exact += p;
+            magnitude += std::fabs(p);
+          }
+          INFO("row " << j << ": " << out[j * out_stride] << " vs " << exact);
+          CHECK(std::fabs(out[j * out_stride] - exact) <= (n / 16.0 + 16) * 0x1p-24 * magnitude);
+        }
+      }
+    }
+  }
+  // An inf in the f16 row: inf or NaN wherever the exact dot would be.
+  std::vector<uint16_t> w(24, 0x3C00);  // 1.0
+  w[9] = 0x7C00;                        // +inf
+  std::vector<float> a(24 * 2, 1.0f);
+  a[24 + 9] = 0.0f;  // inf * 0: NaN for the second row
+  float out[2];
+  multi(24, w.data(), a.data(), 24, 2, out, 1);
+  CHECK(std::isinf(out[0]));
+  CHECK(std::isnan(out[1]));
+}
+
 // ---------------------------------------------------------------- float ops
 
 const FloatOps& ops() {
