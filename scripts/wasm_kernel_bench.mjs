@@ -27,7 +27,7 @@ const kinds = {
   q4_0: { weights: 32, block: 160, floats: 8, act: 34, actF16: [0] },
   q4_1: { weights: 32, block: 192, floats: 16, act: 36, actF16: [0, 2] },
   q4_k: { weights: 256, block: 1216, floats: 16, act: 292, actF32: true },
-  q6_k: { weights: 256, block: 2208, floats: 8, act: 292, actF32: true },
+  q6_k: { weights: 256, block: 1696, floats: 8, act: 292, actF32: true },
 };
 
 // The peer: a plain SIMD128 read of the same bytes, `read(ptr, end)` summing 16-byte

@@ -70,9 +70,9 @@ void lane_order_to_legacy(const uint8_t* in, uint8_t* qs) {
 }
 
 // A Q6_K block's 256 quants (the loop of ref's dequantize_row_q6_k: for half h and l < 32,
-// one ql / qh byte pair gives 4 elements) into row r of an x8 group, whose layouts (SIMD128
-// and relaxed alike) hold element 32 c + i of row r at q[r / 4][c][r % 4][i], as q + kBias:
-// int8 q - 32 for the SIMD128 layout, uint8 q for the relaxed one.
+// one ql / qh byte pair gives 4 elements) into row r of an x8 group in the SIMD128 layout,
+// element 32 c + i of row r at q[r / 4][c][r % 4][i], as q + kBias: int8 q - 32 there,
+// uint8 q for the relaxed repack, which packs them from this layout.
 template <int kBias, typename T>
 void q6_k_quants(const ref::BlockQ6_K& blk, int r, T (&q)[2][8][4][32]) {
   const auto chunk = [&](int c) -> T* { return q[r / 4][c][r % 4]; };
@@ -340,14 +340,28 @@ void unpack_x8_row_q4_k_relaxed(int64_t n, const void* group, int r, void* row) 
 void repack_x8_q6_k_relaxed(int64_t n, const void* rows, size_t row_stride, void* group) {
   auto* g = static_cast<relaxed::BlockQ6_Kx8R*>(group);
   for (int64_t b = 0; b < n / kQK_K; ++b) {
+    uint8_t q[2][8][4][32];  // the 8 rows' quants in [0, 63], q6_k_quants' layout
     for (int r = 0; r < kRows; ++r) {
       const auto& blk = row_block<ref::BlockQ6_K>(rows, row_stride, r, b);
       g[b].d[r] = scale_of(blk.d);
-      for (int j = 0; j < 8; ++j) {
-        g[b].scales[j][r / 4][2 * (r % 4)] = blk.scales[2 * j];
-        g[b].scales[j][r / 4][2 * (r % 4) + 1] = blk.scales[2 * j + 1];
+      for (int s = 0; s < 8; ++s) {
+        g[b].sub[s].scales[r / 4][2 * (r % 4)] = blk.scales[2 * s];
+        g[b].sub[s].scales[r / 4][2 * (r % 4) + 1] = blk.scales[2 * s + 1];
       }
-      q6_k_quants<0>(blk, r, g[b].q);
+      q6_k_quants<0>(blk, r, q);
+    }
+    const auto quant = [&](int r, int e) { return q[r / 4][e / 32][r % 4][e % 32]; };
+    for (int s = 0; s < 8; ++s) {
+      for (int p = 0; p < 4; ++p) {
+        for (int i = 0; i < 16; ++i) {  // i = 4 r + k: rows r and r + 4, element k of a chunk
+          const int r = i / 4, e0 = 32 * s + 8 * p + i % 4, e1 = e0 + 4;
+          uint8_t(&out)[3][16] = g[b].sub[s].q[p];
+          out[0][i] = static_cast<uint8_t>((quant(r, e0) & 0x0F) | (quant(r + 4, e0) & 0x0F) << 4);
+          out[1][i] = static_cast<uint8_t>((quant(r, e1) & 0x0F) | (quant(r + 4, e1) & 0x0F) << 4);
+          out[2][i] = static_cast<uint8_t>(quant(r, e0) >> 4 | (quant(r + 4, e0) >> 4) << 2 |
+                                           (quant(r, e1) >> 4) << 4 | (quant(r + 4, e1) >> 4) << 6);
+        }
+      }
     }
   }
 }
@@ -357,12 +371,18 @@ void unpack_x8_row_q6_k_relaxed(int64_t n, const void* group, int r, void* row) 
   auto* out = static_cast<ref::BlockQ6_K*>(row);
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     out[b].d = half_of(g[b].d[r]);
-    for (int j = 0; j < 8; ++j) {
-      out[b].scales[2 * j] = g[b].scales[j][r / 4][2 * (r % 4)];
-      out[b].scales[2 * j + 1] = g[b].scales[j][r / 4][2 * (r % 4) + 1];
+    int8_t q[kQK_K];  // q - 32, q6_k_pack's input
+    for (int s = 0; s < 8; ++s) {
+      const relaxed::SubQ6_Kx8R& sub = g[b].sub[s];
+      out[b].scales[2 * s] = sub.scales[r / 4][2 * (r % 4)];
+      out[b].scales[2 * s + 1] = sub.scales[r / 4][2 * (r % 4) + 1];
+      for (int e = 0; e < 32; ++e) {
+        const int c = e / 4, i = 4 * (r % 4) + e % 4;
+        const int low = (sub.q[c / 2][c % 2][i] >> (4 * (r / 4))) & 0x0F;
+        const int high = (sub.q[c / 2][2][i] >> (2 * (2 * (c % 2) + r / 4))) & 3;
+        q[32 * s + e] = static_cast<int8_t>((low | high << 4) - 32);
+      }
     }
-    int8_t q[kQK_K];
-    q6_k_row_quants<0>(g[b].q, r, q);
     q6_k_pack(q, out[b]);
   }
 }

@@ -204,12 +204,36 @@ void q4_k_rows(int32_t nb, const BlockQ4_Kx8R* g, const uint8_t* a, int32_t a_st
   }
 }
 
-// Q6_K, groups 2j and 2j + 1 of row r (q in [0, 63]): int16 pairs |lane| <= 2 * 63 * 128,
-// each times its group's scale into int32.
-template <int r>
-inline v128_t q6_k_pair(const uint8_t* q, v128_t a0, v128_t a1, v128_t sc0, v128_t sc1) {
-  return wasm_i32x4_add(wasm_i32x4_dot_i16x8(dot_u7(a0, load(q)), splat32<r>(sc0)),
-                        wasm_i32x4_dot_i16x8(dot_u7(a1, load(q + 16)), splat32<r>(sc1)));
+// Q6_K, chunk 2p + kOdd of a sub-block (4 elements of all 8 rows): the quants of rows
+// 0-3 and 4-7 from the chunk's low bits v and the pair's high bits hb, dotted with the
+// activation's 4 elements into p0 / p1 (lanes 2r, 2r + 1: row r of the half). Over the
+// pair a lane sums 4 products: |lane| <= 4 * 63 * 128 < 2^15.
+template <bool kOdd>
+inline void q6_k_chunk(v128_t v, v128_t hb, v128_t a4, v128_t& p0, v128_t& p1) {
+  const v128_t low4 = wasm_i8x16_splat(0x0F), high2 = wasm_i8x16_splat(0x30);
+  // the high 2 bits moved to bits 4-5 (i16 shifts: bits crossing a byte are masked off)
+  const v128_t h0 = wasm_v128_and(kOdd ? hb : wasm_i16x8_shl(hb, 4), high2);
+  const v128_t h1 = wasm_v128_and(kOdd ? wasm_u16x8_shr(hb, 2) : wasm_i16x8_shl(hb, 2), high2);
+  const v128_t q0 = wasm_v128_or(wasm_v128_and(v, low4), h0);
+  const v128_t q1 = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v, 4), low4), h1);
+  p0 = wasm_i16x8_add(p0, dot_u7(a4, q0));
+  p1 = wasm_i16x8_add(p1, dot_u7(a4, q1));
+}
+
+// Chunks 2p and 2p + 1 (one scale group: sc0 / sc1 = its scales, each doubled, rows 0-3 /
+// 4-7) into i0 / i1, lane r = row r of the half. The store of the sums into `out`
+// (rewritten at the end) keeps V8 from scheduling the next pair's loads ahead, as in Q4_K.
+template <int p>
+inline void q6_k_pair(const uint8_t (&q)[3][16], v128_t a, v128_t sc0, v128_t sc1, v128_t& i0,
+                      v128_t& i1, float* out) {
+  v128_t p0 = wasm_i16x8_splat(0), p1 = p0;
+  const v128_t hb = load(q[2]);
+  q6_k_chunk<false>(load(q[0]), hb, splat32<(2 * p) % 4>(a), p0, p1);
+  q6_k_chunk<true>(load(q[1]), hb, splat32<(2 * p + 1) % 4>(a), p0, p1);
+  i0 = wasm_i32x4_add(i0, wasm_i32x4_dot_i16x8(p0, sc0));
+  i1 = wasm_i32x4_add(i1, wasm_i32x4_dot_i16x8(p1, sc1));
+  wasm_v128_store(out, i0);
+  wasm_v128_store(out + 4, i1);
 }
 
 // Row r's block = d sum_g sc_g ((q_g - 32) . a_g) = d (sum_g sc_g (q_g . a_g) -
@@ -219,29 +243,30 @@ void q6_k_rows(int32_t nb, const BlockQ6_Kx8R* g, const ActQ8K* y, float* out) {
   v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
   for (int32_t b = 0; b < nb; ++b) {
     const BlockQ6_Kx8R& blk = g[b];
-    const v128_t da = wasm_f32x4_splat(y[b].d);
-    for (int h = 0; h < 2; ++h) {
-      v128_t row0 = wasm_i32x4_splat(0), row1 = row0, row2 = row0, row3 = row0;
-      v128_t offset = row0;  // lane r: sum_g sc_g sum(a_g) of row 4h + r
-      for (int j = 0; j < 8; ++j) {
-        const v128_t a0 = load(y[b].qs + 32 * j);
-        const v128_t a1 = load(y[b].qs + 32 * j + 16);
-        const v128_t sc = wasm_i16x8_extend_low_i8x16(wasm_v128_load64_zero(blk.scales[j][h]));
-        // (r0 g2j, r0 g2j, r1 g2j, r1 g2j, ...) and the same for group 2j + 1
-        const v128_t sc0 = wasm_i16x8_shuffle(sc, sc, 0, 0, 2, 2, 4, 4, 6, 6);
-        const v128_t sc1 = wasm_i16x8_shuffle(sc, sc, 1, 1, 3, 3, 5, 5, 7, 7);
-        const uint8_t(&q)[4][32] = blk.q[h][j];
-        row0 = wasm_i32x4_add(row0, q6_k_pair<0>(q[0], a0, a1, sc0, sc1));
-        row1 = wasm_i32x4_add(row1, q6_k_pair<1>(q[1], a0, a1, sc0, sc1));
-        row2 = wasm_i32x4_add(row2, q6_k_pair<2>(q[2], a0, a1, sc0, sc1));
-        row3 = wasm_i32x4_add(row3, q6_k_pair<3>(q[3], a0, a1, sc0, sc1));
-        offset = wasm_i32x4_add(
-            offset, wasm_i32x4_dot_i16x8(sc, wasm_v128_load32_splat(y[b].bsums + 2 * j)));
-      }
-      const v128_t isum =
-          wasm_i32x4_sub(transpose_sum(row0, row1, row2, row3), wasm_i32x4_shl(offset, 5));
-      acc[h] = add_scaled(acc[h], isum, blk.d + 4 * h, da);
+    v128_t i0 = wasm_i32x4_splat(0), i1 = i0;  // lane r: row r / row 4 + r
+    v128_t off0 = i0, off1 = i0;               // lane r: sum_g sc_g sum(a_g) of the same rows
+    for (int s = 0; s < 8; ++s) {
+      const SubQ6_Kx8R& sub = blk.sub[s];
+      const v128_t a0 = load(y[b].qs + 32 * s);
+      const v128_t a1 = load(y[b].qs + 32 * s + 16);
+      const v128_t sc0 = wasm_i16x8_extend_low_i8x16(wasm_v128_load64_zero(sub.scales[0]));
+      const v128_t sc1 = wasm_i16x8_extend_low_i8x16(wasm_v128_load64_zero(sub.scales[1]));
+      const v128_t sums = wasm_v128_load32_splat(y[b].bsums + 2 * s);
+      off0 = wasm_i32x4_add(off0, wasm_i32x4_dot_i16x8(sc0, sums));
+      off1 = wasm_i32x4_add(off1, wasm_i32x4_dot_i16x8(sc1, sums));
+      // (r0 g, r0 g, r1 g, r1 g, ...) for group 2s (chunks 0-3) and 2s + 1 (chunks 4-7)
+      const v128_t even0 = wasm_i16x8_shuffle(sc0, sc0, 0, 0, 2, 2, 4, 4, 6, 6);
+      const v128_t even1 = wasm_i16x8_shuffle(sc1, sc1, 0, 0, 2, 2, 4, 4, 6, 6);
+      q6_k_pair<0>(sub.q[0], a0, even0, even1, i0, i1, out);
+      q6_k_pair<1>(sub.q[1], a0, even0, even1, i0, i1, out);
+      const v128_t odd0 = wasm_i16x8_shuffle(sc0, sc0, 1, 1, 3, 3, 5, 5, 7, 7);
+      const v128_t odd1 = wasm_i16x8_shuffle(sc1, sc1, 1, 1, 3, 3, 5, 5, 7, 7);
+      q6_k_pair<2>(sub.q[2], a1, odd0, odd1, i0, i1, out);
+      q6_k_pair<3>(sub.q[3], a1, odd0, odd1, i0, i1, out);
     }
+    const v128_t da = wasm_f32x4_splat(y[b].d);
+    acc[0] = add_scaled(acc[0], wasm_i32x4_sub(i0, wasm_i32x4_shl(off0, 5)), blk.d, da);
+    acc[1] = add_scaled(acc[1], wasm_i32x4_sub(i1, wasm_i32x4_shl(off1, 5)), blk.d + 4, da);
   }
   wasm_v128_store(out, acc[0]);
   wasm_v128_store(out + 4, acc[1]);

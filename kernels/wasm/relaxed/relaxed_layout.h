@@ -7,7 +7,8 @@
 // 16 products per instruction against i32x4.dot_i16x8's 8). So the weights are stored as
 // unsigned bytes the instruction reads directly, one row per 16-byte load, and each row's
 // 16 int16 lanes get their scale from one i32x4.dot_i16x8. The group sizes equal the
-// SIMD128 layouts' (simd128_x8_layout.h), so the memory plan does not change.
+// SIMD128 layouts' (simd128_x8_layout.h) except Q6_K's, which is smaller (the memory plan
+// takes the selected table's sizes).
 #pragma once
 
 #include <stdint.h>
@@ -65,18 +66,25 @@ struct BlockQ4_Kx8R {
 };
 static_assert(sizeof(BlockQ4_Kx8R) == 8 * 144 + 64, "same size as BlockQ4_Kx8");
 
-// Q6_K: q[r / 4][j][r % 4][i] = the 6-bit quant in [0, 63] of row r's element 32 j + i
-// (the kernel subtracts 32 through the activation's group sums), in the order the kernel
-// reads them: 4 rows' 32 elements at a time, one forward stream per block. Rows stored
-// whole (q[r][256]) made that 4 streams 256 bytes apart, which streamed from memory at
-// ~14 GB/s against ~26 GB/s in order. scales[j][h] holds the scales of groups 2j and
-// 2j + 1 of rows 4h .. 4h + 3 as pairs: [r0 g2j, r0 g2j+1, r1 g2j, r1 g2j+1, ...], which is
-// both the per-row splat source and, dotted with the pair of group sums, the -32 term.
+// Q6_K in 6.6 bits a weight (the file's 6.56; a byte per quant took 8.6 and made the
+// group 31% larger than its rows). Sub-block s (elements 32 s .. 32 s + 31 of all 8 rows)
+// is one forward run of 208 bytes: first scales[h] = the scales of groups 2s and 2s + 1 of
+// rows 4h .. 4h + 3 as pairs, [r0 g2s, r0 g2s+1, r1 g2s, r1 g2s+1, ...] (dotted with the
+// pair of group sums, the -32 term); then for each pair of chunks c = 2p, 2p + 1 (chunk c:
+// elements 32 s + 4c .. + 3), q[p][c % 2][4 r + k] holds the low 4 bits of element
+// 32 s + 4c + k of row r in its low nibble and of row r + 4 in its high nibble, and
+// q[p][2][4 r + k] their high 2 bits: bits 0-1 row r / chunk 2p, 2-3 row r + 4 / chunk 2p,
+// 4-5 row r / chunk 2p + 1, 6-7 row r + 4 / chunk 2p + 1. Quants are q in [0, 63] (the
+// kernel subtracts 32 through the group sums). The runs must be one stream: the same
+// bytes as two streams (low bits, high bits) read ~6 against ~21 G weights/s from memory.
+struct SubQ6_Kx8R {
+  int8_t scales[2][8];
+  uint8_t q[4][3][16];
+};
 struct BlockQ6_Kx8R {
   float d[kRows];
-  int8_t scales[8][2][8];
-  uint8_t q[2][8][4][32];
+  SubQ6_Kx8R sub[8];
 };
-static_assert(sizeof(BlockQ6_Kx8R) == 32 + 8 * 16 + 8 * 256, "same size as BlockQ6_Kx8");
+static_assert(sizeof(BlockQ6_Kx8R) == 32 + 8 * 208, "8 rows of 256: 1696 bytes");
 
 }  // namespace runnel::simd128::relaxed
