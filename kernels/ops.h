@@ -38,7 +38,7 @@ struct FloatOps {
   float (*dot_f16_f32)(int64_t n, const uint16_t* w, const float* a) = nullptr;
   // Optional: out[j * out_stride] = sum_i f16(w[i]) a[j * a_stride + i] for j < n_a, the
   // f16 row widened once for all n_a float rows (attention's query heads that share a kv
-  // head). Within vec_dot_f16's error bound of each exact dot.
+  // head), each result dot_f16_f32(n, w, a + j * a_stride) bit for bit.
   void (*dot_f16_f32_multi)(int64_t n, const uint16_t* w, const float* a, int64_t a_stride, int n_a,
                             float* out, int64_t out_stride) = nullptr;
 };

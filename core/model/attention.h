@@ -64,7 +64,7 @@ class AttentionScratch {
 // the scratch's). Where the kernels offer FloatOps::dot_f16_f32_multi (SIMD128, which
 // has no f16 conversion) and the scratch takes whole groups, a task takes a (token, kv
 // head) pair instead, and each K slice and V row is widened once for the group's query
-// heads, in one call for all of them.
+// heads; the results are the per-head ones bit for bit.
 void attention(Parallel& par, const ModelConfig& c, const KvCache& kv, int layer, const float* q,
                int n_tokens, int pos0, AttentionScratch& scratch, float* out);
 

@@ -36,8 +36,8 @@ float vec_dot_f16(int64_t n, const void* w, const void* a);   // a: F16
 float vec_dot_bf16(int64_t n, const void* w, const void* a);  // a: BF16
 // FloatOps::dot_f16_f32: vec_dot_f16 bit for bit, its activation row already widened.
 float dot_f16_f32(int64_t n, const uint16_t* w, const float* a);
-// FloatOps::dot_f16_f32_multi: the row widened once per 8 halves, up to 4 float rows at a
-// time, each in two 4-lane accumulators.
+// FloatOps::dot_f16_f32_multi: the row widened once per 8 halves for 2 float rows at a
+// time, each summed like dot_f16_f32.
 void dot_f16_f32_multi(int64_t n, const uint16_t* w, const float* a, int64_t a_stride, int n_a,
                        float* out, int64_t out_stride);
 // f16 row -> floats, exact for every half (the KV cache's values, decoded per position).

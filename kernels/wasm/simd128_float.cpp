@@ -192,42 +192,64 @@ float dot_f16_f32(int64_t n, const uint16_t* w, const float* a) {
 
 namespace {
 
-// kA float rows (a_stride apart) against one f16 row. kFinite: the row is widened as in
-// FiniteF16Row (magnitudes, then the sign put back: the same floats for finite halves);
-// returns false, leaving out unwritten, if the row holds an inf or NaN.
+// kA float rows (a_stride apart) against one f16 row, each summed exactly as dot_rows
+// sums dot_f16_f32 (the same products into the same kAccumulators chains, reduced in the
+// same order), so each result equals dot_f16_f32's bit for bit. kFinite: the row is
+// widened as in FiniteF16F32Row (magnitudes, the sign put back on the weight instead of
+// the activation: the same products); returns false, leaving out unwritten, if the row
+// holds an inf or NaN.
 template <int kA, bool kFinite>
 bool dot_f16_f32_rows(int64_t n, const uint16_t* w, const float* a, int64_t a_stride, float* out,
                       int64_t out_stride) {
-  v128_t acc[kA][2];
-  for (auto& pair : acc) pair[0] = pair[1] = wasm_f32x4_splat(0.0f);
+  v128_t acc[kA][kAccumulators];
+  for (auto& row : acc)
+    for (v128_t& v : row) v = wasm_f32x4_splat(0.0f);
   v128_t largest = wasm_i16x8_splat(0);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    v128_t lo, hi;
+  const auto widen8 = [&](const uint16_t* h8, v128_t* lo, v128_t* hi) {
     if constexpr (kFinite) {
-      const v128_t h = load(w + i);
+      const v128_t h = load(h8);
       const v128_t magnitude = wasm_i16x8_splat(0x7FFF);
       const v128_t m = wasm_v128_and(h, magnitude);
       largest = wasm_u16x8_max(largest, m);
       const v128_t sign = wasm_v128_andnot(h, magnitude);
       const v128_t zero = wasm_i16x8_splat(0);
-      FiniteF16Row::widen_magnitudes(m, &lo, &hi);
-      lo = wasm_v128_xor(lo, wasm_i16x8_shuffle(zero, sign, 0, 8, 1, 9, 2, 10, 3, 11));
-      hi = wasm_v128_xor(hi, wasm_i16x8_shuffle(zero, sign, 4, 12, 5, 13, 6, 14, 7, 15));
+      FiniteF16Row::widen_magnitudes(m, lo, hi);
+      *lo = wasm_v128_xor(*lo, wasm_i16x8_shuffle(zero, sign, 0, 8, 1, 9, 2, 10, 3, 11));
+      *hi = wasm_v128_xor(*hi, wasm_i16x8_shuffle(zero, sign, 4, 12, 5, 13, 6, 14, 7, 15));
     } else {
-      f16x8_to_f32(load(w + i), &lo, &hi);
+      f16x8_to_f32(load(h8), lo, hi);
     }
+  };
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    for (int k = 0; k < kAccumulators; k += 2) {
+      v128_t lo, hi;
+      widen8(w + i + 4 * k, &lo, &hi);
+      for (int j = 0; j < kA; ++j) {
+        const float* aj = a + j * a_stride + i + 4 * k;
+        acc[j][k] = wasm_f32x4_add(acc[j][k], wasm_f32x4_mul(lo, wasm_v128_load(aj)));
+        acc[j][k + 1] = wasm_f32x4_add(acc[j][k + 1], wasm_f32x4_mul(hi, wasm_v128_load(aj + 4)));
+      }
+    }
+  }
+  if (i + 8 <= n) {
+    v128_t lo, hi;
+    widen8(w + i, &lo, &hi);
     for (int j = 0; j < kA; ++j) {
       const float* aj = a + j * a_stride + i;
       acc[j][0] = wasm_f32x4_add(acc[j][0], wasm_f32x4_mul(lo, wasm_v128_load(aj)));
       acc[j][1] = wasm_f32x4_add(acc[j][1], wasm_f32x4_mul(hi, wasm_v128_load(aj + 4)));
     }
+    i += 8;
   }
   if constexpr (kFinite) {
     if (wasm_v128_any_true(wasm_u16x8_ge(largest, wasm_i16x8_splat(0x7C00)))) return false;
   }
   for (int j = 0; j < kA; ++j) {
-    float sum = hsum_f32(wasm_f32x4_add(acc[j][0], acc[j][1]));
+    for (int width = kAccumulators / 2; width > 0; width /= 2) {
+      for (int k = 0; k < width; ++k) acc[j][k] = wasm_f32x4_add(acc[j][k], acc[j][k + width]);
+    }
+    float sum = hsum_f32(acc[j][0]);
     for (int64_t t = i; t < n; ++t) sum += f16(w[t]) * a[j * a_stride + t];
     out[j * out_stride] = sum;
   }
@@ -246,24 +268,12 @@ void dot_f16_f32_rows(int64_t n, const uint16_t* w, const float* a, int64_t a_st
 
 void dot_f16_f32_multi(int64_t n, const uint16_t* w, const float* a, int64_t a_stride, int n_a,
                        float* out, int64_t out_stride) {
+  // Two rows a pass: 2 x kAccumulators chains stay in registers.
   int j = 0;
-  for (; j + 4 <= n_a; j += 4)
-    dot_f16_f32_rows<4>(n, w, a + j * a_stride, a_stride, out + j * out_stride, out_stride);
-  const float* aj = a + j * a_stride;
-  float* oj = out + j * out_stride;
-  switch (n_a - j) {
-    case 3:
-      dot_f16_f32_rows<3>(n, w, aj, a_stride, oj, out_stride);
-      break;
-    case 2:
-      dot_f16_f32_rows<2>(n, w, aj, a_stride, oj, out_stride);
-      break;
-    case 1:
-      dot_f16_f32_rows<1>(n, w, aj, a_stride, oj, out_stride);
-      break;
-    default:
-      break;
-  }
+  for (; j + 2 <= n_a; j += 2)
+    dot_f16_f32_rows<2>(n, w, a + j * a_stride, a_stride, out + j * out_stride, out_stride);
+  if (j < n_a)
+    dot_f16_f32_rows<1>(n, w, a + j * a_stride, a_stride, out + j * out_stride, out_stride);
 }
 
 float vec_dot_bf16(int64_t n, const void* w, const void* a) {

@@ -117,4 +117,31 @@ TEST_CASE("attention over grouped-query heads matches a double loop over the f16
   }
 }
 
+TEST_CASE("attention a kv head at a time equals a query head at a time bit for bit", "[model]") {
+  // Where the kernels offer dot_f16_f32_multi (SIMD128), a scratch for whole groups makes
+  // attention widen each K slice / V row once per kv head: the same products and sums.
+  // Elsewhere both scratches take the per-head path.
+  const ModelConfig c = gqa_config();
+  const int layer = 0, n_tokens = 5, pos0 = 20;
+  Filled f = fill(c, layer, pos0 + n_tokens, n_tokens);
+  BestKernels select;
+  INFO("kernels " << kernels().isa);
+  InlineParallel par;
+  std::vector<float> out[2];
+  int k = 0;
+  for (int group : {1, 4}) {
+    AttentionScratch scratch(3, 64, c.head_dim, group);
+    out[k].assign(static_cast<size_t>(n_tokens) * c.attn_out_dim(), 0.0f);
+    attention(par, c, f.kv, layer, f.q.data(), n_tokens, pos0, scratch, out[k].data());
+    ++k;
+  }
+  for (size_t i = 0; i < out[0].size(); ++i) {
+    INFO("output " << i << ": " << out[0][i] << " vs " << out[1][i]);
+    uint32_t a, b;
+    std::memcpy(&a, &out[0][i], 4);
+    std::memcpy(&b, &out[1][i], 4);
+    CHECK(a == b);
+  }
+}
+
 }  // namespace runnel

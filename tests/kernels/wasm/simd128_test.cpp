@@ -357,8 +357,13 @@ TEST_CASE(
             exact += p;
             magnitude += std::fabs(p);
           }
-          INFO("row " << j << ": " << out[j * out_stride] << " vs " << exact);
+          const float single = simd128_float_ops()->dot_f16_f32(
+              n, reinterpret_cast<const uint16_t*>(w.data()), a.data() + j * a_stride);
+          INFO("row " << j << ": " << out[j * out_stride] << " vs " << exact << ", dot_f16_f32 "
+                      << single);
           CHECK(std::fabs(out[j * out_stride] - exact) <= (n / 16.0 + 16) * 0x1p-24 * magnitude);
+          CHECK(test::bits_of(out[j * out_stride]) ==
+                test::bits_of(single));  // attention's results unchanged
         }
       }
     }
