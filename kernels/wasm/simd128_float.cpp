@@ -85,26 +85,29 @@ struct FiniteF16Row {
 
 // F16 weights against floats that hold f16 values (dot_f16_f32): FiniteF16Row's products
 // bit for bit, with the activation side's widening already done. Only the weights'
-// magnitudes are widened; their sign goes onto the activation (the same product bits).
+// magnitudes are widened, then their sign put back (the same product bits).
 struct FiniteF16F32Row {
   using Elem = uint16_t;
   using AElem = float;
   v128_t largest = wasm_i16x8_splat(0);
-  void mul8(const uint16_t* w, const float* a, v128_t* lo, v128_t* hi) {
+  // 8 finite halves as floats (largest collects their magnitudes for saw_inf_or_nan);
+  // dot_f16_f32_multi widens a row once for several activation rows with it.
+  void widen8(const uint16_t* w, v128_t* lo, v128_t* hi) {
     const v128_t hw = load(w);
     const v128_t magnitude = wasm_i16x8_splat(0x7FFF);
     const v128_t mw = wasm_v128_and(hw, magnitude);
     largest = wasm_u16x8_max(largest, mw);
     const v128_t sign = wasm_v128_andnot(hw, magnitude);
     const v128_t zero = wasm_i16x8_splat(0);
+    FiniteF16Row::widen_magnitudes(mw, lo, hi);
+    *lo = wasm_v128_xor(*lo, wasm_i16x8_shuffle(zero, sign, 0, 8, 1, 9, 2, 10, 3, 11));
+    *hi = wasm_v128_xor(*hi, wasm_i16x8_shuffle(zero, sign, 4, 12, 5, 13, 6, 14, 7, 15));
+  }
+  void mul8(const uint16_t* w, const float* a, v128_t* lo, v128_t* hi) {
     v128_t w_lo, w_hi;
-    FiniteF16Row::widen_magnitudes(mw, &w_lo, &w_hi);
-    *lo = wasm_f32x4_mul(
-        w_lo,
-        wasm_v128_xor(wasm_v128_load(a), wasm_i16x8_shuffle(zero, sign, 0, 8, 1, 9, 2, 10, 3, 11)));
-    *hi = wasm_f32x4_mul(w_hi,
-                         wasm_v128_xor(wasm_v128_load(a + 4),
-                                       wasm_i16x8_shuffle(zero, sign, 4, 12, 5, 13, 6, 14, 7, 15)));
+    widen8(w, &w_lo, &w_hi);
+    *lo = wasm_f32x4_mul(w_lo, wasm_v128_load(a));
+    *hi = wasm_f32x4_mul(w_hi, wasm_v128_load(a + 4));
   }
   bool saw_inf_or_nan() const {
     return wasm_v128_any_true(wasm_u16x8_ge(largest, wasm_i16x8_splat(0x7C00)));
@@ -195,27 +198,18 @@ namespace {
 // kA float rows (a_stride apart) against one f16 row, each summed exactly as dot_rows
 // sums dot_f16_f32 (the same products into the same kAccumulators chains, reduced in the
 // same order), so each result equals dot_f16_f32's bit for bit. kFinite: the row is
-// widened as in FiniteF16F32Row (magnitudes, the sign put back on the weight instead of
-// the activation: the same products); returns false, leaving out unwritten, if the row
-// holds an inf or NaN.
+// widened by FiniteF16F32Row; returns false, leaving out unwritten, if it holds an inf
+// or NaN.
 template <int kA, bool kFinite>
 bool dot_f16_f32_rows(int64_t n, const uint16_t* w, const float* a, int64_t a_stride, float* out,
                       int64_t out_stride) {
   v128_t acc[kA][kAccumulators];
   for (auto& row : acc)
     for (v128_t& v : row) v = wasm_f32x4_splat(0.0f);
-  v128_t largest = wasm_i16x8_splat(0);
+  FiniteF16F32Row finite;
   const auto widen8 = [&](const uint16_t* h8, v128_t* lo, v128_t* hi) {
     if constexpr (kFinite) {
-      const v128_t h = load(h8);
-      const v128_t magnitude = wasm_i16x8_splat(0x7FFF);
-      const v128_t m = wasm_v128_and(h, magnitude);
-      largest = wasm_u16x8_max(largest, m);
-      const v128_t sign = wasm_v128_andnot(h, magnitude);
-      const v128_t zero = wasm_i16x8_splat(0);
-      FiniteF16Row::widen_magnitudes(m, lo, hi);
-      *lo = wasm_v128_xor(*lo, wasm_i16x8_shuffle(zero, sign, 0, 8, 1, 9, 2, 10, 3, 11));
-      *hi = wasm_v128_xor(*hi, wasm_i16x8_shuffle(zero, sign, 4, 12, 5, 13, 6, 14, 7, 15));
+      finite.widen8(h8, lo, hi);
     } else {
       f16x8_to_f32(load(h8), lo, hi);
     }
@@ -243,7 +237,7 @@ bool dot_f16_f32_rows(int64_t n, const uint16_t* w, const float* a, int64_t a_st
     i += 8;
   }
   if constexpr (kFinite) {
-    if (wasm_v128_any_true(wasm_u16x8_ge(largest, wasm_i16x8_splat(0x7C00)))) return false;
+    if (finite.saw_inf_or_nan()) return false;
   }
   for (int j = 0; j < kA; ++j) {
     for (int width = kAccumulators / 2; width > 0; width /= 2) {
