@@ -30,11 +30,11 @@ struct FloatOps {
   // cos_sin: float[n_rot] (cos, sin interleaved per pair), shared by all heads of a position.
   void (*rope_cos_sin)(int64_t pos, const RopeParams& p, float* cos_sin) = nullptr;
   void (*rope_apply)(float* x, int64_t n_rot, const float* cos_sin, RopeStyle style) = nullptr;
-  // Optional (nullptr: not offered): the F16 dot with its activation side already widened
-  // to floats, for a whole row of them: equals the table's F16 vec_dot(n, w, a16) bit for
-  // bit when a[i] == fp16_to_fp32(a16[i]). Attention uses it where f16 widening is
-  // expensive (SIMD128 has no conversion instruction): the query / probabilities are
-  // widened once per head instead of once per position.
+  // Optional (nullptr: not offered): sum_i f16(w[i]) a[i], an F16 dot with its activation
+  // side already widened to floats (attention's f16-rounded query / probabilities), within
+  // the F16 vec_dot's error bound. Attention uses it where f16 widening is expensive
+  // (SIMD128 has no conversion instruction): the query / probabilities are widened once
+  // per head instead of once per position.
   float (*dot_f16_f32)(int64_t n, const uint16_t* w, const float* a) = nullptr;
   // Optional: out[j * out_stride] = sum_i f16(w[i]) a[j * a_stride + i] for j < n_a, the
   // f16 row widened once for all n_a float rows (attention's query heads that share a kv

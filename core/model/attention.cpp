@@ -51,7 +51,7 @@ void attend_one(const ModelConfig& c, const KvCache& kv, int layer, const float*
                 float* act_f32, float* out) {
   const int n = n_past + 1;
   // The query / probabilities are rounded to the dot's format (f16) either way; dot_f32
-  // only saves widening them again for every row.
+  // saves widening them again for every row.
   auto dot = [&](int64_t len, const uint16_t* row) {
     return k.dot_f32 ? k.dot_f32(len, row, act_f32) : k.dot(len, row, act);
   };

@@ -34,14 +34,18 @@ void quantize_row_q8_k(const float* src, void* dst, int64_t n);  // bit-exact wi
 float vec_dot_f32(int64_t n, const void* w, const void* a);   // a: F32
 float vec_dot_f16(int64_t n, const void* w, const void* a);   // a: F16
 float vec_dot_bf16(int64_t n, const void* w, const void* a);  // a: BF16
-// FloatOps::dot_f16_f32: vec_dot_f16 bit for bit, its activation row already widened.
+// FloatOps::dot_f16_f32 (attention): the f16 row widened once per 8 halves, products
+// summed in 2 chains of 4 lanes (a tail zero-padded into one more step), then reduced.
 float dot_f16_f32(int64_t n, const uint16_t* w, const float* a);
-// FloatOps::dot_f16_f32_multi: the row widened once per 8 halves for 2 float rows at a
-// time, each summed like dot_f16_f32.
+// FloatOps::dot_f16_f32_multi: the row widened once for up to 4 float rows at a time,
+// each summed exactly as dot_f16_f32 sums it (the same bits).
 void dot_f16_f32_multi(int64_t n, const uint16_t* w, const float* a, int64_t a_stride, int n_a,
                        float* out, int64_t out_stride);
 // f16 row -> floats, exact for every half (the KV cache's values, decoded per position).
 void dequantize_row_f16(const void* src, float* dst, int64_t n);
+// floats -> f16 row, bit-exact with ref (round to nearest even; the KV cache's stores,
+// attention's queries and probabilities).
+void quantize_row_f16(const float* src, void* dst, int64_t n);
 
 // ---- float ops (simd128_ops.cpp). add, mul, scale, axpy, rope_apply and rms_norm are
 // bit-exact with ref; softmax, silu and swiglu use a polynomial exp (within 1 ulp).

@@ -83,51 +83,28 @@ struct FiniteF16Row {
   static float scalar(uint16_t v) { return f16(v); }
 };
 
-// F16 weights against floats that hold f16 values (dot_f16_f32): FiniteF16Row's products
-// bit for bit, with the activation side's widening already done. Only the weights'
-// magnitudes are widened, then their sign put back (the same product bits).
-struct FiniteF16F32Row {
-  using Elem = uint16_t;
-  using AElem = float;
-  v128_t largest = wasm_i16x8_splat(0);
-  // 8 finite halves as floats (largest collects their magnitudes for saw_inf_or_nan);
-  // dot_f16_f32_multi widens a row once for several activation rows with it.
+// An f16 row against floats that hold f16 values (dot_f16_f32 / _multi, attention):
+// finite halves widened exactly with one multiply, subnormals included; largest collects
+// the magnitudes so the caller can redo a row that holds an inf or NaN exactly.
+struct FiniteF16Widen {
+  v128_t largest = wasm_i16x8_splat(0);  // magnitudes doubled (the sign shifted out)
   void widen8(const uint16_t* w, v128_t* lo, v128_t* hi) {
-    const v128_t hw = load(w);
-    const v128_t magnitude = wasm_i16x8_splat(0x7FFF);
-    const v128_t mw = wasm_v128_and(hw, magnitude);
-    largest = wasm_u16x8_max(largest, mw);
-    const v128_t sign = wasm_v128_andnot(hw, magnitude);
-    const v128_t zero = wasm_i16x8_splat(0);
-    FiniteF16Row::widen_magnitudes(mw, lo, hi);
-    *lo = wasm_v128_xor(*lo, wasm_i16x8_shuffle(zero, sign, 0, 8, 1, 9, 2, 10, 3, 11));
-    *hi = wasm_v128_xor(*hi, wasm_i16x8_shuffle(zero, sign, 4, 12, 5, 13, 6, 14, 7, 15));
-  }
-  void mul8(const uint16_t* w, const float* a, v128_t* lo, v128_t* hi) {
-    v128_t w_lo, w_hi;
-    widen8(w, &w_lo, &w_hi);
-    *lo = wasm_f32x4_mul(w_lo, wasm_v128_load(a));
-    *hi = wasm_f32x4_mul(w_hi, wasm_v128_load(a + 4));
+    const v128_t h = load(w);
+    largest = wasm_u16x8_max(largest, wasm_i16x8_shl(h, 1));
+    // A float's top 16 bits: the sign, three zero bits, the half's exponent and top 7
+    // mantissa bits (an arithmetic shift keeps the sign in place); its low 16: the last 3
+    // mantissa bits. That is the half's magnitude moved up 13 bits, whose exponent the
+    // multiply by 2^112 rebiases (subnormal halves land on subnormal floats, still exact).
+    const v128_t top = wasm_v128_and(wasm_i16x8_shr(h, 3), wasm_i16x8_splat(0x8FFF));
+    const v128_t bottom = wasm_i16x8_shl(h, 13);
+    const v128_t rebias = wasm_f32x4_splat(0x1p112f);
+    *lo = wasm_f32x4_mul(wasm_i16x8_shuffle(bottom, top, 0, 8, 1, 9, 2, 10, 3, 11), rebias);
+    *hi = wasm_f32x4_mul(wasm_i16x8_shuffle(bottom, top, 4, 12, 5, 13, 6, 14, 7, 15), rebias);
   }
   bool saw_inf_or_nan() const {
-    return wasm_v128_any_true(wasm_u16x8_ge(largest, wasm_i16x8_splat(0x7C00)));
+    return wasm_v128_any_true(
+        wasm_u16x8_ge(largest, wasm_i16x8_splat(static_cast<int16_t>(0xF800))));
   }
-  static float scalar_w(uint16_t v) { return f16(v); }
-  static float scalar_a(float v) { return v; }
-};
-
-// Any f16 weights (inf, NaN) against floats: F16Row's products.
-struct F16F32Row {
-  using Elem = uint16_t;
-  using AElem = float;
-  void mul8(const uint16_t* w, const float* a, v128_t* lo, v128_t* hi) {
-    v128_t w_lo, w_hi;
-    f16x8_to_f32(load(w), &w_lo, &w_hi);
-    *lo = wasm_f32x4_mul(w_lo, wasm_v128_load(a));
-    *hi = wasm_f32x4_mul(w_hi, wasm_v128_load(a + 4));
-  }
-  static float scalar_w(uint16_t v) { return f16(v); }
-  static float scalar_a(float v) { return v; }
 };
 
 // Rows whose weight and activation elements have the same type.
@@ -185,68 +162,49 @@ float vec_dot_f16(int64_t n, const void* w, const void* a) {
   return dot_rows(n, w, a, any);
 }
 
-float dot_f16_f32(int64_t n, const uint16_t* w, const float* a) {
-  FiniteF16F32Row finite;
-  const float sum = dot_rows(n, w, a, finite);
-  if (!finite.saw_inf_or_nan()) return sum;
-  F16F32Row any;
-  return dot_rows(n, w, a, any);
-}
-
 namespace {
 
-// kA float rows (a_stride apart) against one f16 row, each summed exactly as dot_rows
-// sums dot_f16_f32 (the same products into the same kAccumulators chains, reduced in the
-// same order), so each result equals dot_f16_f32's bit for bit. kFinite: the row is
-// widened by FiniteF16F32Row; returns false, leaving out unwritten, if it holds an inf
-// or NaN.
+// dot_f16_f32 and dot_f16_f32_multi: one f16 row (a K slice or a V row of attention)
+// against kA float rows holding f16 values. Per 8 halves the row is widened once, and
+// each float row adds its two products into its own two chains (lanes 0-3 and 4-7); a
+// tail of n % 8 halves is one more such step, zero-padded. Then each row's chains are
+// added and the 4 lanes summed. A result thus depends on its own row only, so
+// dot_f16_f32_multi's equal dot_f16_f32's bit for bit for any number of rows (grouped
+// and per-head attention agree). kFinite: widened by FiniteF16Widen; returns false,
+// leaving out unwritten, if the row holds an inf or NaN.
 template <int kA, bool kFinite>
 bool dot_f16_f32_rows(int64_t n, const uint16_t* w, const float* a, int64_t a_stride, float* out,
                       int64_t out_stride) {
-  v128_t acc[kA][kAccumulators];
-  for (auto& row : acc)
-    for (v128_t& v : row) v = wasm_f32x4_splat(0.0f);
-  FiniteF16F32Row finite;
-  const auto widen8 = [&](const uint16_t* h8, v128_t* lo, v128_t* hi) {
+  v128_t acc_lo[kA], acc_hi[kA];
+  for (int j = 0; j < kA; ++j) acc_lo[j] = acc_hi[j] = wasm_f32x4_splat(0.0f);
+  FiniteF16Widen finite;
+  const auto step = [&](const uint16_t* h8, const float* a8, int64_t a8_stride) {
+    v128_t lo, hi;
     if constexpr (kFinite) {
-      finite.widen8(h8, lo, hi);
+      finite.widen8(h8, &lo, &hi);
     } else {
-      f16x8_to_f32(load(h8), lo, hi);
+      f16x8_to_f32(load(h8), &lo, &hi);
+    }
+    for (int j = 0; j < kA; ++j) {
+      const float* aj = a8 + j * a8_stride;
+      acc_lo[j] = wasm_f32x4_add(acc_lo[j], wasm_f32x4_mul(lo, wasm_v128_load(aj)));
+      acc_hi[j] = wasm_f32x4_add(acc_hi[j], wasm_f32x4_mul(hi, wasm_v128_load(aj + 4)));
     }
   };
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    for (int k = 0; k < kAccumulators; k += 2) {
-      v128_t lo, hi;
-      widen8(w + i + 4 * k, &lo, &hi);
-      for (int j = 0; j < kA; ++j) {
-        const float* aj = a + j * a_stride + i + 4 * k;
-        acc[j][k] = wasm_f32x4_add(acc[j][k], wasm_f32x4_mul(lo, wasm_v128_load(aj)));
-        acc[j][k + 1] = wasm_f32x4_add(acc[j][k + 1], wasm_f32x4_mul(hi, wasm_v128_load(aj + 4)));
-      }
-    }
-  }
-  if (i + 8 <= n) {
-    v128_t lo, hi;
-    widen8(w + i, &lo, &hi);
-    for (int j = 0; j < kA; ++j) {
-      const float* aj = a + j * a_stride + i;
-      acc[j][0] = wasm_f32x4_add(acc[j][0], wasm_f32x4_mul(lo, wasm_v128_load(aj)));
-      acc[j][1] = wasm_f32x4_add(acc[j][1], wasm_f32x4_mul(hi, wasm_v128_load(aj + 4)));
-    }
-    i += 8;
+  for (; i + 8 <= n; i += 8) step(w + i, a + i, a_stride);
+  if (i < n) {
+    const size_t tail = static_cast<size_t>(n - i);
+    uint16_t w8[8] = {};
+    float a8[kA][8] = {};
+    std::memcpy(w8, w + i, tail * sizeof(uint16_t));
+    for (int j = 0; j < kA; ++j) std::memcpy(a8[j], a + j * a_stride + i, tail * sizeof(float));
+    step(w8, a8[0], 8);
   }
   if constexpr (kFinite) {
     if (finite.saw_inf_or_nan()) return false;
   }
-  for (int j = 0; j < kA; ++j) {
-    for (int width = kAccumulators / 2; width > 0; width /= 2) {
-      for (int k = 0; k < width; ++k) acc[j][k] = wasm_f32x4_add(acc[j][k], acc[j][k + width]);
-    }
-    float sum = hsum_f32(acc[j][0]);
-    for (int64_t t = i; t < n; ++t) sum += f16(w[t]) * a[j * a_stride + t];
-    out[j * out_stride] = sum;
-  }
+  for (int j = 0; j < kA; ++j) out[j * out_stride] = hsum_f32(wasm_f32x4_add(acc_lo[j], acc_hi[j]));
   return true;
 }
 
@@ -260,10 +218,18 @@ void dot_f16_f32_rows(int64_t n, const uint16_t* w, const float* a, int64_t a_st
 
 }  // namespace
 
+float dot_f16_f32(int64_t n, const uint16_t* w, const float* a) {
+  float out;
+  dot_f16_f32_rows<1>(n, w, a, 0, &out, 0);
+  return out;
+}
+
 void dot_f16_f32_multi(int64_t n, const uint16_t* w, const float* a, int64_t a_stride, int n_a,
                        float* out, int64_t out_stride) {
-  // Two rows a pass: 2 x kAccumulators chains stay in registers.
+  // Four rows a pass: 4 x 2 chains, the widened halves and a load stay in registers.
   int j = 0;
+  for (; j + 4 <= n_a; j += 4)
+    dot_f16_f32_rows<4>(n, w, a + j * a_stride, a_stride, out + j * out_stride, out_stride);
   for (; j + 2 <= n_a; j += 2)
     dot_f16_f32_rows<2>(n, w, a + j * a_stride, a_stride, out + j * out_stride, out_stride);
   if (j < n_a)
@@ -285,6 +251,43 @@ void dequantize_row_f16(const void* src, float* dst, int64_t n) {
     wasm_v128_store(dst + i + 4, hi);
   }
   for (; i < n; ++i) dst[i] = f16(h[i]);
+}
+
+namespace {
+
+// 4 floats -> the halves fp32_to_fp16 gives, in the low 16 bits of each lane.
+v128_t f32x4_to_f16(v128_t x) {
+  const v128_t abs = wasm_v128_and(x, wasm_i32x4_splat(0x7FFFFFFF));
+  const v128_t sign = wasm_v128_and(wasm_u32x4_shr(x, 16), wasm_i32x4_splat(0x8000));
+  // Normal halves: exponent rebiased, the 13 dropped mantissa bits rounded to nearest
+  // even by adding 0xFFF plus the kept last bit. A carry moves into the exponent, and
+  // anything from 65520 up (inf too) lands on 0x7C00 or above: clamped to inf.
+  const v128_t odd = wasm_v128_and(wasm_u32x4_shr(abs, 13), wasm_i32x4_splat(1));
+  v128_t normal = wasm_i32x4_add(abs, wasm_i32x4_splat(0xFFF - 0x38000000));
+  normal =
+      wasm_u32x4_min(wasm_u32x4_shr(wasm_i32x4_add(normal, odd), 13), wasm_i32x4_splat(0x7C00));
+  // Below 2^-14 the half is a multiple of 2^-24: adding 0.5f rounds to one (nearest even),
+  // and the float's low bits are then that multiple.
+  const v128_t subnormal =
+      wasm_i32x4_sub(wasm_f32x4_add(abs, wasm_f32x4_splat(0.5f)), wasm_i32x4_splat(0x3F000000));
+  v128_t h =
+      wasm_v128_bitselect(subnormal, normal, wasm_i32x4_lt(abs, wasm_i32x4_splat(0x38800000)));
+  h = wasm_v128_bitselect(wasm_i32x4_splat(0x7E00), h,
+                          wasm_i32x4_gt(abs, wasm_i32x4_splat(0x7F800000)));  // NaN, quiet
+  return wasm_v128_or(h, sign);
+}
+
+}  // namespace
+
+void quantize_row_f16(const float* src, void* dst, int64_t n) {
+  auto* h = static_cast<uint16_t*>(dst);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const v128_t lo = f32x4_to_f16(wasm_v128_load(src + i));
+    const v128_t hi = f32x4_to_f16(wasm_v128_load(src + i + 4));
+    wasm_v128_store(h + i, wasm_u16x8_narrow_i32x4(lo, hi));  // every lane fits 16 bits
+  }
+  for (; i < n; ++i) h[i] = fp32_to_fp16(src[i]);
 }
 
 }  // namespace runnel::simd128

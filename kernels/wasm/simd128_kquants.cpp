@@ -5,7 +5,9 @@
 // and widened to int32 by i32x4.dot_i16x8 against the integer sub-block scale. The int32
 // lanes become float once per super-block and are scaled by d_w * d_a; min terms come
 // from the Q8_K bsums, in integers. Q2_K then repeats ref's float steps (equal results);
-// the others accumulate in four float lanes (equal to float rounding).
+// Q4_K and Q6_K repeat their x8 products' float steps, one super-block at a time (equal
+// results, so streamed and resident layers agree); Q3_K and Q5_K accumulate in four
+// float lanes (equal to float rounding).
 // The quantizer follows ref's arithmetic exactly (bit-identical blocks).
 #include <cmath>
 #include <cstring>
@@ -65,8 +67,7 @@ float vec_dot_q4_k(int64_t n, const void* w, const void* a) {
   const auto* x = static_cast<const BlockQ4_K*>(w);
   const auto* y = static_cast<const BlockQ8_K*>(a);
   const v128_t low4 = wasm_i8x16_splat(0x0F);
-  v128_t acc = wasm_f32x4_splat(0.0f);
-  float min_terms = 0.0f;
+  float sum = 0.0f;
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     uint8_t sc[8];
     uint8_t m[8];
@@ -81,10 +82,13 @@ float vec_dot_q4_k(int64_t n, const void* w, const void* a) {
       sumi = wasm_i32x4_add(
           sumi, wasm_i32x4_add(widen_scaled(lo, sc[2 * c]), widen_scaled(hi, sc[2 * c + 1])));
     }
-    acc = add_scaled(acc, sumi, f16(x[b].d) * y[b].d);
-    min_terms += (f16(x[b].dmin) * y[b].d) * static_cast<float>(mins_dot_bsums(m, y[b].bsums));
+    // The x8 product's arithmetic (simd128_x8.cpp), so streamed and resident rows agree
+    // bit for bit: (isum d - msum dmin) d_a per block, added in block order.
+    const float isum = static_cast<float>(hsum_i32(sumi));
+    const float msum = static_cast<float>(mins_dot_bsums(m, y[b].bsums));
+    sum += (isum * f16(x[b].d) - msum * f16(x[b].dmin)) * y[b].d;
   }
-  return hsum_f32(acc) - min_terms;
+  return sum;
 }
 
 // Q5_K: Q4_K plus a fifth bit per element, qh[l] bit 2c (element 64c + l) and 2c + 1
@@ -129,7 +133,7 @@ float vec_dot_q6_k(int64_t n, const void* w, const void* a) {
   const auto* y = static_cast<const BlockQ8_K*>(a);
   const v128_t low4 = wasm_i8x16_splat(0x0F);
   const v128_t offset = wasm_i8x16_splat(32);
-  v128_t acc = wasm_f32x4_splat(0.0f);
+  float sum = 0.0f;
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     const int8_t* sc = x[b].scales;
     v128_t sumi = wasm_i32x4_splat(0);
@@ -163,9 +167,10 @@ float vec_dot_q6_k(int64_t n, const void* w, const void* a) {
         sumi = wasm_i32x4_add(sumi, widen_scaled(prod, sc[8 * half + j]));
       }
     }
-    acc = add_scaled(acc, sumi, f16(x[b].d) * y[b].d);
+    // the x8 product's arithmetic, block by block (streamed and resident rows agree)
+    sum += static_cast<float>(hsum_i32(sumi)) * (f16(x[b].d) * y[b].d);
   }
-  return hsum_f32(acc);
+  return sum;
 }
 
 // Q3_K: in each 128-element half, byte l of its 32 quant bytes holds two bits of elements

@@ -5,7 +5,8 @@
 // int16 lanes (i16x8.extmul; each kernel states why its lane sums cannot overflow) and
 // are widened to int32 once per block. Four blocks make one step: their integer sums are
 // transposed into one vector and scaled by their four d_w * d_a, whose f16 fields are
-// widened together (per-block scalar f16 decoding cost as much as the integer work).
+// widened together (per-block scalar f16 decoding cost as much as the integer work), then
+// added to the sum one block at a time, as the x8 products add them (the same bits).
 // ref sums one float per block, so the two agree to float rounding. The quantizers
 // repeat ref's float arithmetic exactly (bit-identical blocks).
 #include <cmath>
@@ -35,22 +36,29 @@ inline v128_t f16_products4(uint16_t u0, uint16_t u1, uint16_t u2, uint16_t u3, 
 
 // sum_b d_w d_a * block_sums(b) (+ m_b s_b when kMin: the Q4_1 / Q5_1 min terms) over nb
 // blocks. block_sums(b) returns four int32 lanes that add up to block b's integer dot.
+// The block terms are added one at a time, in block order, into one float: the x8
+// products' arithmetic (simd128_x8.cpp), so a row read in the file's layout (a streamed
+// layer) gives the resident, repacked row's result bit for bit.
 template <bool kMin, typename W, typename A, typename BlockSums>
 float dot_blocks(int64_t nb, const W* x, const A* y, BlockSums block_sums) {
-  v128_t acc = wasm_f32x4_splat(0.0f);
+  float sum = 0.0f;
   int64_t b = 0;
   for (; b + 4 <= nb; b += 4) {
     const v128_t sums =
         transpose_sum(block_sums(b), block_sums(b + 1), block_sums(b + 2), block_sums(b + 3));
     const v128_t d = f16_products4(x[b].d, x[b + 1].d, x[b + 2].d, x[b + 3].d, y[b].d, y[b + 1].d,
                                    y[b + 2].d, y[b + 3].d);
-    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sums), d));
+    alignas(16) float terms[4];
+    wasm_v128_store(terms, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sums), d));
     if constexpr (kMin) {
-      acc = wasm_f32x4_add(acc, f16_products4(x[b].m, x[b + 1].m, x[b + 2].m, x[b + 3].m, y[b].s,
-                                              y[b + 1].s, y[b + 2].s, y[b + 3].s));
+      alignas(16) float mins[4];
+      wasm_v128_store(mins, f16_products4(x[b].m, x[b + 1].m, x[b + 2].m, x[b + 3].m, y[b].s,
+                                          y[b + 1].s, y[b + 2].s, y[b + 3].s));
+      for (int k = 0; k < 4; ++k) sum = (sum + terms[k]) + mins[k];
+    } else {
+      for (int k = 0; k < 4; ++k) sum += terms[k];
     }
   }
-  float sum = hsum_f32(acc);
   for (; b < nb; ++b) {
     sum += static_cast<float>(hsum_i32(block_sums(b))) * (f16(x[b].d) * f16(y[b].d));
     if constexpr (kMin) sum += f16(x[b].m) * f16(y[b].s);

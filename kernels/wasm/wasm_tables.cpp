@@ -38,6 +38,7 @@ KernelTable build_simd128_table() {
   quant(G::Q8_K, simd128::quantize_row_q8_k);
   // f16 rows are the KV cache's values: decoded for every attended position.
   t.types[static_cast<uint32_t>(G::F16)].dequantize_row = simd128::dequantize_row_f16;
+  t.types[static_cast<uint32_t>(G::F16)].quantize_row = simd128::quantize_row_f16;
   // Row-interleaved layout for resident weights (decode and prefill).
   auto x8 = [&t](auto... args) { set_x8(t, args...); };
   x8(G::Q4_0, simd128::repack_x8_q4_0, simd128::gemm_x8_q4_0, simd128::unpack_x8_row_q4_0,
