@@ -26,7 +26,7 @@ const streamRows = 131072, cacheRows = 128;   // 8-row groups: 16384 and 16
 const kinds = {
   q4_0: { weights: 32, block: 160, floats: 8, act: 34, actF16: [0] },
   q4_1: { weights: 32, block: 192, floats: 16, act: 36, actF16: [0, 2] },
-  q4_k: { weights: 256, block: 1216, floats: 16, act: 292, actF32: true },
+  q4_k: { weights: 256, block: 1200, floats: 16, act: 292, actF32: true },
   q6_k: { weights: 256, block: 1696, floats: 8, act: 292, actF32: true },
 };
 

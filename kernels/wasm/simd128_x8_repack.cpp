@@ -118,8 +118,8 @@ inline int q4_k_quant(const ref::BlockQ4_K& blk, int s, int e) {
   return (blk.qs[32 * (s / 2) + e] >> (4 * (s % 2))) & 0x0F;
 }
 
-// Row r's Q4_K scales in a group block (BlockQ4_Kx8 and the relaxed BlockQ4_Kx8R hold
-// them alike): d and dmin as floats, the 6-bit scales and mins unpacked.
+// Row r's Q4_K scales in a SIMD128 group block: d and dmin as floats, the 6-bit scales and
+// mins unpacked.
 template <typename Group>
 void put_q4_k_scales(const ref::BlockQ4_K& blk, int r, Group& g) {
   g.d[r] = scale_of(blk.d);
@@ -303,14 +303,37 @@ void unpack_x8_row_q4_1_relaxed(int64_t n, const void* group, int r, void* row) 
   }
 }
 
+namespace {
+
+// The relaxed Q4_K group's packed mins (relaxed_layout.h): min i is m(r, s), i = 8 r + s.
+void pack_q4_k_relaxed_mins(const uint8_t (&m6)[64], relaxed::BlockQ4_Kx8R& g) {
+  for (int j = 0; j < 32; ++j)
+    g.mlo[j] = static_cast<uint8_t>((m6[j] & 0x0F) | (m6[j + 32] & 0x0F) << 4);
+  for (int j = 0; j < 16; ++j) {
+    g.mhi[j] = static_cast<uint8_t>(m6[j] >> 4 | (m6[j + 16] >> 4) << 2 | (m6[j + 32] >> 4) << 4 |
+                                    (m6[j + 48] >> 4) << 6);
+  }
+}
+int q4_k_relaxed_min(const relaxed::BlockQ4_Kx8R& g, int i) {
+  return ((g.mlo[i % 32] >> (4 * (i / 32))) & 0x0F) | ((g.mhi[i % 16] >> (2 * (i / 16))) & 3) << 4;
+}
+
+}  // namespace
+
 void repack_x8_q4_k_relaxed(int64_t n, const void* rows, size_t row_stride, void* group) {
   auto* g = static_cast<relaxed::BlockQ4_Kx8R*>(group);
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     const ref::BlockQ4_K* blk[kRows];
+    uint8_t m6[64];
     for (int r = 0; r < kRows; ++r) {
       blk[r] = &row_block<ref::BlockQ4_K>(rows, row_stride, r, b);
-      put_q4_k_scales(*blk[r], r, g[b]);
+      g[b].d[r] = scale_of(blk[r]->d);
+      g[b].dmin[r] = scale_of(blk[r]->dmin);
+      for (int s = 0; s < 8; ++s) {
+        ref::unpack_scale_min_k4(s, blk[r]->scales, &g[b].sc[s][r], &m6[8 * r + s]);
+      }
     }
+    pack_q4_k_relaxed_mins(m6, g[b]);
     for (int s = 0; s < 8; ++s) {
       for (int e = 0; e < 32; ++e) {
         for (int r = 0; r < 4; ++r) {
@@ -326,7 +349,14 @@ void unpack_x8_row_q4_k_relaxed(int64_t n, const void* group, int r, void* row) 
   const auto* g = static_cast<const relaxed::BlockQ4_Kx8R*>(group);
   auto* out = static_cast<ref::BlockQ4_K*>(row);
   for (int64_t b = 0; b < n / kQK_K; ++b) {
-    get_q4_k_scales(g[b], r, out[b]);
+    out[b].d = half_of(g[b].d[r]);
+    out[b].dmin = half_of(g[b].dmin[r]);
+    uint8_t sc[8], m[8];
+    for (int s = 0; s < 8; ++s) {
+      sc[s] = g[b].sc[s][r];
+      m[s] = static_cast<uint8_t>(q4_k_relaxed_min(g[b], 8 * r + s));
+    }
+    ref::pack_scale_min_k4(sc, m, out[b].scales);
     std::memset(out[b].qs, 0, sizeof out[b].qs);
     for (int s = 0; s < 8; ++s) {
       for (int e = 0; e < 32; ++e) {

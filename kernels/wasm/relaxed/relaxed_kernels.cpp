@@ -137,6 +137,21 @@ inline void q4_k_fence(const v128_t (&p)[2][kT], float* out, int32_t out_stride)
   }
 }
 
+// Mins 16 k .. 16 k + 15 of a Q4_K group (rows 2k and 2k + 1), one per byte, from mlo /
+// mhi (relaxed_layout.h): nibble k / 2 of mlo bytes 16 (k % 2) .., top bits in field k of
+// mhi moved to bits 4-5 (i16 shifts: bits crossing into the next byte are masked off).
+template <int k>
+inline v128_t q4_k_mins(const BlockQ4_Kx8R& blk) {
+  const v128_t lo = load(blk.mlo + 16 * (k % 2));
+  const v128_t hi = load(blk.mhi);
+  const v128_t high = k == 0   ? wasm_i16x8_shl(hi, 4)
+                      : k == 1 ? wasm_i16x8_shl(hi, 2)
+                      : k == 2 ? hi
+                               : wasm_u16x8_shr(hi, 2);
+  const v128_t low = k < 2 ? wasm_v128_and(lo, wasm_i8x16_splat(0x0F)) : wasm_u8x16_shr(lo, 4);
+  return wasm_v128_or(low, wasm_v128_and(high, wasm_i8x16_splat(0x30)));
+}
+
 // Row r's block = d sum_s sc_s (q_s . a_s) - dmin sum_s m_s sum(a_s), times d_a, for
 // kT activation rows a_stride bytes apart (outputs out_stride floats apart). Each
 // sub-block's int16 sums get the rows' scales from one i32x4.dot_i16x8 per 4 rows,
@@ -185,9 +200,10 @@ void q4_k_rows(int32_t nb, const BlockQ4_Kx8R* g, const uint8_t* a, int32_t a_st
     // Min terms: a row's 8 mins dotted with the 8 sub-block sums (|lane| <= 2 * 63 * 4096).
 #pragma clang loop unroll(full)
     for (int h = 0; h < 2; ++h) {
-      v128_t m[4];
-      for (int r = 0; r < 4; ++r)
-        m[r] = wasm_u16x8_extend_low_u8x16(wasm_v128_load64_zero(blk.m[4 * h + r]));
+      const v128_t m01 = h == 0 ? q4_k_mins<0>(blk) : q4_k_mins<2>(blk);
+      const v128_t m23 = h == 0 ? q4_k_mins<1>(blk) : q4_k_mins<3>(blk);
+      const v128_t m[4] = {wasm_u16x8_extend_low_u8x16(m01), wasm_u16x8_extend_high_u8x16(m01),
+                           wasm_u16x8_extend_low_u8x16(m23), wasm_u16x8_extend_high_u8x16(m23)};
       for (int t = 0; t < kT; ++t) {
         const v128_t s32 = q8_k_sums32(y[t][b].bsums);
         const v128_t msum =

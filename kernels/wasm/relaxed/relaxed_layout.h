@@ -7,8 +7,8 @@
 // 16 products per instruction against i32x4.dot_i16x8's 8). So the weights are stored as
 // unsigned bytes the instruction reads directly, one row per 16-byte load, and each row's
 // 16 int16 lanes get their scale from one i32x4.dot_i16x8. The group sizes equal the
-// SIMD128 layouts' (simd128_x8_layout.h) except Q6_K's, which is smaller (the memory plan
-// takes the selected table's sizes).
+// SIMD128 layouts' (simd128_x8_layout.h) except Q4_K's and Q6_K's, which are smaller (the
+// memory plan takes the selected table's sizes).
 #pragma once
 
 #include <stdint.h>
@@ -49,7 +49,13 @@ struct BlockQ4_1x8R {
 };
 static_assert(sizeof(BlockQ4_1x8R) == 8 * 20 + 32, "same size as BlockQ4_1x8");
 
-// Q4_K: d, dmin and the 6-bit scales / mins as in BlockQ4_Kx8 (sc[s][r], m[r][s]);
+// Q4_K in 4.69 bits a weight (SIMD128's BlockQ4_Kx8 is 4.75, the file 4.5): d, dmin as
+// floats and the 6-bit scales sc[s][r] as bytes, as in BlockQ4_Kx8; the 6-bit mins
+// m(r, s) (index i = 8 r + s), read only where a block ends, packed: mlo[j] holds the low
+// 4 bits of min j (low nibble) and j + 32 (high), mhi[j] the top 2 bits of mins j,
+// j + 16, j + 32 and j + 48 (bits 0-1, 2-3, 4-5, 6-7). (Packing the scales too, read once
+// per sub-block, and f16 d / dmin, widened where a block ends, each cost the 1-worker
+// product ~8% in the kernel micro-benchmark: more than the bytes they saved.)
 // qs[s][c][4 r + k] holds element 4c + k of sub-block s, row r in its low nibble and
 // row r + 4 in its high nibble. One 16-byte load is then 4 elements of all 8 rows: its
 // low nibbles dot with the activation's 4 elements splatted (rows 0-3), its high nibbles
@@ -61,10 +67,11 @@ struct BlockQ4_Kx8R {
   float d[kRows];
   float dmin[kRows];
   uint8_t sc[8][kRows];
-  uint8_t m[kRows][8];
+  uint8_t mlo[32];
+  uint8_t mhi[16];
   uint8_t qs[8][8][16];
 };
-static_assert(sizeof(BlockQ4_Kx8R) == 8 * 144 + 64, "same size as BlockQ4_Kx8");
+static_assert(sizeof(BlockQ4_Kx8R) == 8 * 150, "8 rows of 256: 1200 bytes");
 
 // Q6_K in 6.6 bits a weight (the file's 6.56; a byte per quant took 8.6 and made the
 // group 31% larger than its rows). Sub-block s (elements 32 s .. 32 s + 31 of all 8 rows)

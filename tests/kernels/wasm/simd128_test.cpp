@@ -772,10 +772,14 @@ TEST_CASE("The relaxed table is the SIMD128 table with its 4-bit and Q6_K x8 ent
     CHECK(x.vec_dot == s.vec_dot);
     CHECK(x.quantize_row == s.quantize_row);
     CHECK(x.gemm == s.gemm);
-    // same group sizes, but for Q6_K's packed quants (6.6 bits a weight, not 8.6)
+    // same group sizes, but for Q6_K's packed quants (6.6 bits a weight, not 8.6) and
+    // Q4_K's packed mins (4.69, not 4.75)
     if (id == static_cast<uint32_t>(GgmlType::Q6_K)) {
       CHECK(x.x8_block_bytes == 1696);
       CHECK(s.x8_block_bytes == 2208);
+    } else if (id == static_cast<uint32_t>(GgmlType::Q4_K)) {
+      CHECK(x.x8_block_bytes == 1200);
+      CHECK(s.x8_block_bytes == 1216);
     } else {
       CHECK(x.x8_block_bytes == s.x8_block_bytes);
     }
