@@ -37,7 +37,8 @@ float vec_dot_bf16(int64_t n, const void* w, const void* a);  // a: BF16
 // FloatOps::dot_f16_f32 (attention): the f16 row widened once per 8 halves, products
 // summed in 2 chains of 4 lanes (a tail zero-padded into one more step), then reduced.
 float dot_f16_f32(int64_t n, const uint16_t* w, const float* a);
-// FloatOps::dot_f16_f32_multi: the row widened once for up to 4 float rows at a time,
+// FloatOps::dot_f16_f32_multi: the row widened once for up to 4 float rows at a time (3
+// in one pass too),
 // each summed exactly as dot_f16_f32 sums it (the same bits).
 void dot_f16_f32_multi(int64_t n, const uint16_t* w, const float* a, int64_t a_stride, int n_a,
                        float* out, int64_t out_stride);

@@ -226,14 +226,26 @@ float dot_f16_f32(int64_t n, const uint16_t* w, const float* a) {
 
 void dot_f16_f32_multi(int64_t n, const uint16_t* w, const float* a, int64_t a_stride, int n_a,
                        float* out, int64_t out_stride) {
-  // Four rows a pass: 4 x 2 chains, the widened halves and a load stay in registers.
+  // Up to four rows a pass (4 x 2 chains, the widened halves and a load stay in
+  // registers); 3 is SmolLM2's group.
   int j = 0;
   for (; j + 4 <= n_a; j += 4)
     dot_f16_f32_rows<4>(n, w, a + j * a_stride, a_stride, out + j * out_stride, out_stride);
-  for (; j + 2 <= n_a; j += 2)
-    dot_f16_f32_rows<2>(n, w, a + j * a_stride, a_stride, out + j * out_stride, out_stride);
-  if (j < n_a)
-    dot_f16_f32_rows<1>(n, w, a + j * a_stride, a_stride, out + j * out_stride, out_stride);
+  const float* aj = a + j * a_stride;
+  float* oj = out + j * out_stride;
+  switch (n_a - j) {
+    case 3:
+      dot_f16_f32_rows<3>(n, w, aj, a_stride, oj, out_stride);
+      break;
+    case 2:
+      dot_f16_f32_rows<2>(n, w, aj, a_stride, oj, out_stride);
+      break;
+    case 1:
+      dot_f16_f32_rows<1>(n, w, aj, a_stride, oj, out_stride);
+      break;
+    default:
+      break;
+  }
 }
 
 float vec_dot_bf16(int64_t n, const void* w, const void* a) {
