@@ -146,7 +146,7 @@ size_t activation_pack_bytes(GgmlType weight_type, int64_t n_in) {
 }
 
 void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJob> jobs,
-            MatmulScratch& scratch) {
+            MatmulScratch& scratch, const RowEpilogue* epilogue) {
   const KernelTable& table = kernels();
   constexpr size_t kMaxJobs = 4;
   assert(jobs.size() <= kMaxJobs);
@@ -231,9 +231,30 @@ void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJ
     total_rows += w.n_out;
   }
 
+  const size_t n_jobs = jobs.size();
+  if (epilogue) {
+    // Row ranges of every job at once, split on multiples of kEpilogueRows (whole x8
+    // groups, whole vectors for the epilogue's kernels).
+    const int64_t n_out = jobs[0].w.n_out;
+    for (const MatmulJob& job : jobs) {
+      if (job.w.n_out != n_out)
+        throw std::logic_error("matmul: an epilogue needs jobs of one n_out");
+    }
+    const int64_t units = (n_out + kEpilogueRows - 1) / kEpilogueRows;
+    const int n_tasks = n_tasks_for(par, units);
+    const auto task_fn = [&](int task) {
+      const int64_t r0 = split_begin(units, task, n_tasks) * kEpilogueRows;
+      const int64_t r1 = std::min(n_out, split_begin(units, task + 1, n_tasks) * kEpilogueRows);
+      if (r0 >= r1) return;
+      for (size_t j = 0; j < n_jobs; ++j) run_rows(prepared[j], n_tokens, r0, r1);
+      (*epilogue)(r0, r1);
+    };
+    par.run(n_tasks, std::ref(task_fn));
+    return;
+  }
+
   // The jobs' rows laid end to end, split evenly: task t owns [begin(t), begin(t+1)).
   const int n_tasks = n_tasks_for(par, total_rows);
-  const size_t n_jobs = jobs.size();
   // With repacked jobs the split points fall on whole row groups (the last one is
   // total_rows itself), so no group is computed by two tasks.
   const auto begin = [&](int task) {

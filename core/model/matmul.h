@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -75,9 +76,17 @@ size_t activation_row_bytes(GgmlType weight_type, int64_t n_in);
 // when the selected kernels have none for it.
 size_t activation_pack_bytes(GgmlType weight_type, int64_t n_in);
 
+// Work on finished output rows [r0, r1) (of every token), run by the task that computed
+// them: e.g. gate = silu(gate) * up, done while the other tasks still stream weights
+// instead of on one thread after the product.
+using RowEpilogue = std::function<void(int64_t r0, int64_t r1)>;
+
 // Every job's out = W x for x [n_tokens, n_in] (all jobs have w.n_in == n_in).
-// Allocation-free; x is read only.
+// Allocation-free; x is read only. With an epilogue, the jobs (all of the same n_out) are
+// split by row ranges, multiples of kEpilogueRows but for the last: each task computes
+// its range of every job, then calls epilogue(r0, r1).
+constexpr int64_t kEpilogueRows = 64;
 void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJob> jobs,
-            MatmulScratch& scratch);
+            MatmulScratch& scratch, const RowEpilogue* epilogue = nullptr);
 
 }  // namespace runnel

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <functional>
 #include <string>
 
 #include "core/kv/kv_cache.h"
@@ -117,6 +118,57 @@ TEST_CASE("matmul: a group of Q4_1, Q8_0 and F32 matrices over a batch", "[model
   check(a, ya, nullptr);
   check(b, yb, bias.data());
   check(c, yc, nullptr);
+}
+
+TEST_CASE("matmul with an epilogue: each task's row range of every job, then the epilogue on it",
+          "[model]") {
+  // gate / up of 200 rows (3 full ranges of kEpilogueRows and a short last one), 3 tokens:
+  // the outputs equal a plain matmul's bit for bit, and the epilogue sees each row once,
+  // after both jobs computed it, in ranges starting on multiples of kEpilogueRows.
+  const int n_in = 64, n_out = 200, n_tokens = 3;
+  const QuantMatrix gate = make_matrix(GgmlType::Q8_0, n_in, n_out, 4);
+  const QuantMatrix up = make_matrix(GgmlType::Q4_1, n_in, n_out, 5);
+  std::vector<float> x(static_cast<size_t>(n_tokens) * n_in);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.23f * static_cast<float>(i));
+  MatmulScratch scratch(n_tokens, activation_row_bytes(GgmlType::F32, n_in));
+  std::vector<float> g0(n_tokens * n_out), u0(n_tokens * n_out);
+  const MatmulJob plain[] = {{gate.m, g0.data(), nullptr}, {up.m, u0.data(), nullptr}};
+  InlineParallel one;
+  matmul(one, x.data(), n_tokens, plain, scratch);
+
+  const int n_threads = GENERATE(1, 2, 7);
+  CountingParallel par(n_threads);
+  std::vector<float> g(n_tokens * n_out, -1.0f), u(n_tokens * n_out, -1.0f);
+  std::vector<int> seen(n_out, 0);
+  const auto fn = [&](int64_t r0, int64_t r1) {
+    CHECK(r0 % kEpilogueRows == 0);
+    CHECK(r0 < r1);
+    CHECK(r1 <= n_out);
+    for (int64_t r = r0; r < r1; ++r) {
+      ++seen[r];
+      for (int t = 0; t < n_tokens; ++t) {
+        CHECK(g[t * n_out + r] == g0[t * n_out + r]);  // both jobs done for these rows
+        CHECK(u[t * n_out + r] == u0[t * n_out + r]);
+        g[t * n_out + r] *= 2.0f;
+      }
+    }
+  };
+  const RowEpilogue epilogue = std::ref(fn);
+  const MatmulJob jobs[] = {{gate.m, g.data(), nullptr}, {up.m, u.data(), nullptr}};
+  matmul(par, x.data(), n_tokens, jobs, scratch, &epilogue);
+  CHECK(par.last_tasks == (n_threads == 1 ? 1 : 4));  // 4 ranges of rows
+  for (int r = 0; r < n_out; ++r) CHECK(seen[r] == 1);
+  for (size_t i = 0; i < g.size(); ++i) {
+    CHECK(g[i] == 2.0f * g0[i]);
+    CHECK(u[i] == u0[i]);
+  }
+
+  // jobs of different n_out cannot share row ranges
+  const QuantMatrix other = make_matrix(GgmlType::Q8_0, n_in, n_out - 8, 6);
+  std::vector<float> o(n_tokens * (n_out - 8));
+  const MatmulJob mixed[] = {{gate.m, g.data(), nullptr}, {other.m, o.data(), nullptr}};
+  CHECK_THROWS_WITH(matmul(par, x.data(), n_tokens, mixed, scratch, &epilogue),
+                    Catch::Contains("one n_out"));
 }
 
 // With the best kernels of this machine: a prompt of 11 tokens (a group of 8 and one of
