@@ -1,7 +1,7 @@
 // Declarations of the WebAssembly SIMD128 kernels (defined in the simd128_*.cpp files; the
 // wasm build compiles every file with -msimd128). Same signatures and contracts as
 // kernels/ref/ref.h and kernels/ref/ops.h; reach them through simd128_kernels() /
-// simd128_float_ops() (kernels/wasm/wasm.h). Tested in tests/kernels/wasm/simd128_test.cpp.
+// simd128_float_ops() (kernels/wasm/wasm.h). Tested in tests/kernels/wasm/simd128_*test.cpp.
 #pragma once
 
 #include <cstddef>

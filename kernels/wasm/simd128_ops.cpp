@@ -6,7 +6,7 @@
 // instead of the C library's expf, and so do gelu and geglu; softcap computes tanh from
 // expm1_4 below instead of tanhf. rope_cos_sin stays ref's (double cos / sin, once per
 // position). Contracts (shapes, aliasing) are in kernels/ref/ops.h; bounds in
-// tests/kernels/wasm/simd128_test.cpp and simd128_ops_test.cpp.
+// tests/kernels/wasm/simd128_ops_test.cpp.
 #include <cmath>
 #include <limits>
 

@@ -1,7 +1,7 @@
 // Repacking of 8 weight rows into the SIMD128 x8 layouts (simd128_x8_layout.h) and back
 // (unpack_x8_row: the embedding lookups of a matrix that is also the output projection).
 // Bit moves only: a group keeps every bit of its rows, and unpacking gives them back
-// byte for byte (checked in tests/kernels/wasm/simd128_test.cpp).
+// byte for byte (checked in tests/kernels/wasm/simd128_x8_test.cpp).
 #include <cstring>
 
 #include "kernels/fp16.h"
