@@ -244,8 +244,8 @@ void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJ
     const int n_tasks = n_tasks_for(par, units);
     const auto task_fn = [&](int task) {
       const int64_t r0 = split_begin(units, task, n_tasks) * kEpilogueRows;
+      // at least one unit each (n_tasks <= units)
       const int64_t r1 = std::min(n_out, split_begin(units, task + 1, n_tasks) * kEpilogueRows);
-      if (r0 >= r1) return;
       for (size_t j = 0; j < n_jobs; ++j) run_rows(prepared[j], n_tokens, r0, r1);
       (*epilogue)(r0, r1);
     };

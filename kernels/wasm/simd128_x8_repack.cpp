@@ -118,22 +118,24 @@ inline int q4_k_quant(const ref::BlockQ4_K& blk, int s, int e) {
   return (blk.qs[32 * (s / 2) + e] >> (4 * (s % 2))) & 0x0F;
 }
 
-// Row r's Q4_K scales in a SIMD128 group block: d and dmin as floats, the 6-bit scales and
-// mins unpacked.
+// Row r's Q4_K scales in a group block (BlockQ4_Kx8 and the relaxed BlockQ4_Kx8R hold d,
+// dmin and the scales alike): d and dmin as floats, the 6-bit scales unpacked; the mins
+// go to mins[r] (the SIMD128 group's own m, a buffer the relaxed repack packs).
 template <typename Group>
-void put_q4_k_scales(const ref::BlockQ4_K& blk, int r, Group& g) {
+void put_q4_k_scales(const ref::BlockQ4_K& blk, int r, Group& g, uint8_t (&mins)[kRows][8]) {
   g.d[r] = scale_of(blk.d);
   g.dmin[r] = scale_of(blk.dmin);
-  for (int s = 0; s < 8; ++s) ref::unpack_scale_min_k4(s, blk.scales, &g.sc[s][r], &g.m[r][s]);
+  for (int s = 0; s < 8; ++s) ref::unpack_scale_min_k4(s, blk.scales, &g.sc[s][r], &mins[r][s]);
 }
 
+// The inverse, with row r's 8 mins.
 template <typename Group>
-void get_q4_k_scales(const Group& g, int r, ref::BlockQ4_K& out) {
+void get_q4_k_scales(const Group& g, int r, const uint8_t (&mins)[8], ref::BlockQ4_K& out) {
   out.d = half_of(g.d[r]);
   out.dmin = half_of(g.dmin[r]);
   uint8_t sc[8];
   for (int s = 0; s < 8; ++s) sc[s] = g.sc[s][r];
-  ref::pack_scale_min_k4(sc, g.m[r], out.scales);
+  ref::pack_scale_min_k4(sc, mins, out.scales);
 }
 
 }  // namespace
@@ -177,7 +179,7 @@ void repack_x8_q4_k(int64_t n, const void* rows, size_t row_stride, void* group)
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     for (int r = 0; r < kRows; ++r) {
       const auto& blk = row_block<ref::BlockQ4_K>(rows, row_stride, r, b);
-      put_q4_k_scales(blk, r, g[b]);
+      put_q4_k_scales(blk, r, g[b], g[b].m);
       // 32-byte chunk c: low nibbles are sub-block 2c, high nibbles sub-block 2c + 1.
       for (int c = 0; c < 4; ++c) {
         uint8_t lo[kQK], hi[kQK];
@@ -236,7 +238,7 @@ void unpack_x8_row_q4_k(int64_t n, const void* group, int r, void* row) {
   const auto* g = static_cast<const BlockQ4_Kx8*>(group);
   auto* out = static_cast<ref::BlockQ4_K*>(row);
   for (int64_t b = 0; b < n / kQK_K; ++b) {
-    get_q4_k_scales(g[b], r, out[b]);
+    get_q4_k_scales(g[b], r, g[b].m[r], out[b]);
     for (int c = 0; c < 4; ++c) {
       uint8_t lo[kQK], hi[kQK];
       get_lane_order(g[b].qs[r / 4][2 * c][r % 4], lo);
@@ -306,12 +308,13 @@ void unpack_x8_row_q4_1_relaxed(int64_t n, const void* group, int r, void* row) 
 namespace {
 
 // The relaxed Q4_K group's packed mins (relaxed_layout.h): min i is m(r, s), i = 8 r + s.
-void pack_q4_k_relaxed_mins(const uint8_t (&m6)[64], relaxed::BlockQ4_Kx8R& g) {
+void pack_q4_k_relaxed_mins(const uint8_t (&mins)[kRows][8], relaxed::BlockQ4_Kx8R& g) {
+  const auto m6 = [&](int i) { return mins[i / 8][i % 8]; };
   for (int j = 0; j < 32; ++j)
-    g.mlo[j] = static_cast<uint8_t>((m6[j] & 0x0F) | (m6[j + 32] & 0x0F) << 4);
+    g.mlo[j] = static_cast<uint8_t>((m6(j) & 0x0F) | (m6(j + 32) & 0x0F) << 4);
   for (int j = 0; j < 16; ++j) {
-    g.mhi[j] = static_cast<uint8_t>(m6[j] >> 4 | (m6[j + 16] >> 4) << 2 | (m6[j + 32] >> 4) << 4 |
-                                    (m6[j + 48] >> 4) << 6);
+    g.mhi[j] = static_cast<uint8_t>(m6(j) >> 4 | (m6(j + 16) >> 4) << 2 | (m6(j + 32) >> 4) << 4 |
+                                    (m6(j + 48) >> 4) << 6);
   }
 }
 int q4_k_relaxed_min(const relaxed::BlockQ4_Kx8R& g, int i) {
@@ -324,16 +327,12 @@ void repack_x8_q4_k_relaxed(int64_t n, const void* rows, size_t row_stride, void
   auto* g = static_cast<relaxed::BlockQ4_Kx8R*>(group);
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     const ref::BlockQ4_K* blk[kRows];
-    uint8_t m6[64];
+    uint8_t mins[kRows][8];
     for (int r = 0; r < kRows; ++r) {
       blk[r] = &row_block<ref::BlockQ4_K>(rows, row_stride, r, b);
-      g[b].d[r] = scale_of(blk[r]->d);
-      g[b].dmin[r] = scale_of(blk[r]->dmin);
-      for (int s = 0; s < 8; ++s) {
-        ref::unpack_scale_min_k4(s, blk[r]->scales, &g[b].sc[s][r], &m6[8 * r + s]);
-      }
+      put_q4_k_scales(*blk[r], r, g[b], mins);
     }
-    pack_q4_k_relaxed_mins(m6, g[b]);
+    pack_q4_k_relaxed_mins(mins, g[b]);
     for (int s = 0; s < 8; ++s) {
       for (int e = 0; e < 32; ++e) {
         for (int r = 0; r < 4; ++r) {
@@ -349,14 +348,9 @@ void unpack_x8_row_q4_k_relaxed(int64_t n, const void* group, int r, void* row) 
   const auto* g = static_cast<const relaxed::BlockQ4_Kx8R*>(group);
   auto* out = static_cast<ref::BlockQ4_K*>(row);
   for (int64_t b = 0; b < n / kQK_K; ++b) {
-    out[b].d = half_of(g[b].d[r]);
-    out[b].dmin = half_of(g[b].dmin[r]);
-    uint8_t sc[8], m[8];
-    for (int s = 0; s < 8; ++s) {
-      sc[s] = g[b].sc[s][r];
-      m[s] = static_cast<uint8_t>(q4_k_relaxed_min(g[b], 8 * r + s));
-    }
-    ref::pack_scale_min_k4(sc, m, out[b].scales);
+    uint8_t m[8];
+    for (int s = 0; s < 8; ++s) m[s] = static_cast<uint8_t>(q4_k_relaxed_min(g[b], 8 * r + s));
+    get_q4_k_scales(g[b], r, m, out[b]);
     std::memset(out[b].qs, 0, sizeof out[b].qs);
     for (int s = 0; s < 8; ++s) {
       for (int e = 0; e < 32; ++e) {
