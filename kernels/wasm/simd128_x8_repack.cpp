@@ -379,11 +379,11 @@ void repack_x8_q6_k_relaxed(int64_t n, const void* rows, size_t row_stride, void
       for (int p = 0; p < 4; ++p) {
         for (int i = 0; i < 16; ++i) {  // i = 4 r + k: rows r and r + 4, element k of a chunk
           const int r = i / 4, e0 = 32 * s + 8 * p + i % 4, e1 = e0 + 4;
+          const int last = quant(r + 4, e1);  // spread over the top 2 bits of the three bytes
           uint8_t(&out)[3][16] = g[b].sub[s].q[p];
-          out[0][i] = static_cast<uint8_t>((quant(r, e0) & 0x0F) | (quant(r + 4, e0) & 0x0F) << 4);
-          out[1][i] = static_cast<uint8_t>((quant(r, e1) & 0x0F) | (quant(r + 4, e1) & 0x0F) << 4);
-          out[2][i] = static_cast<uint8_t>(quant(r, e0) >> 4 | (quant(r + 4, e0) >> 4) << 2 |
-                                           (quant(r, e1) >> 4) << 4 | (quant(r + 4, e1) >> 4) << 6);
+          out[0][i] = static_cast<uint8_t>(quant(r, e0) | (last & 3) << 6);
+          out[1][i] = static_cast<uint8_t>(quant(r + 4, e0) | (last >> 2 & 3) << 6);
+          out[2][i] = static_cast<uint8_t>(quant(r, e1) | (last >> 4) << 6);
         }
       }
     }
@@ -402,9 +402,14 @@ void unpack_x8_row_q6_k_relaxed(int64_t n, const void* group, int r, void* row) 
       out[b].scales[2 * s + 1] = sub.scales[r / 4][2 * (r % 4) + 1];
       for (int e = 0; e < 32; ++e) {
         const int c = e / 4, i = 4 * (r % 4) + e % 4;
-        const int low = (sub.q[c / 2][c % 2][i] >> (4 * (r / 4))) & 0x0F;
-        const int high = (sub.q[c / 2][2][i] >> (2 * (2 * (c % 2) + r / 4))) & 3;
-        q[32 * s + e] = static_cast<int8_t>((low | high << 4) - 32);
+        const uint8_t(&in)[3][16] = sub.q[c / 2];
+        int quant;
+        if (c % 2 == 1 && r >= 4) {  // the pair's fourth vector: the three bytes' top bits
+          quant = in[0][i] >> 6 | (in[1][i] >> 6) << 2 | (in[2][i] >> 6) << 4;
+        } else {
+          quant = in[c % 2 == 0 ? r / 4 : 2][i] & 0x3F;
+        }
+        q[32 * s + e] = static_cast<int8_t>(quant - 32);
       }
     }
     q6_k_pack(q, out[b]);

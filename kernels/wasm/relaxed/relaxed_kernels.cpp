@@ -220,32 +220,27 @@ void q4_k_rows(int32_t nb, const BlockQ4_Kx8R* g, const uint8_t* a, int32_t a_st
   }
 }
 
-// Q6_K, chunk 2p + kOdd of a sub-block (4 elements of all 8 rows): the quants of rows
-// 0-3 and 4-7 from the chunk's low bits v and the pair's high bits hb, dotted with the
-// activation's 4 elements into p0 / p1 (lanes 2r, 2r + 1: row r of the half). Over the
-// pair a lane sums 4 products: |lane| <= 4 * 63 * 128 < 2^15.
-template <bool kOdd>
-inline void q6_k_chunk(v128_t v, v128_t hb, v128_t a4, v128_t& p0, v128_t& p1) {
-  const v128_t low4 = wasm_i8x16_splat(0x0F), high2 = wasm_i8x16_splat(0x30);
-  // the high 2 bits moved to bits 4-5 (i16 shifts: bits crossing a byte are masked off)
-  const v128_t h0 = wasm_v128_and(kOdd ? hb : wasm_i16x8_shl(hb, 4), high2);
-  const v128_t h1 = wasm_v128_and(kOdd ? wasm_u16x8_shr(hb, 2) : wasm_i16x8_shl(hb, 2), high2);
-  const v128_t q0 = wasm_v128_or(wasm_v128_and(v, low4), h0);
-  const v128_t q1 = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v, 4), low4), h1);
-  p0 = wasm_i16x8_add(p0, dot_u7(a4, q0));
-  p1 = wasm_i16x8_add(p1, dot_u7(a4, q1));
-}
-
-// Chunks 2p and 2p + 1 (one scale group: sc0 / sc1 = its scales, each doubled, rows 0-3 /
-// 4-7) into i0 / i1, lane r = row r of the half. The store of the sums into `out`
-// (rewritten at the end) keeps V8 from scheduling the next pair's loads ahead, as in Q4_K.
+// Q6_K, chunks 2p and 2p + 1 of a sub-block (one scale group; sc0 / sc1 = its scales,
+// each doubled, rows 0-3 / 4-7) into i0 / i1, lane r = row r of the half. The pair's
+// three 16-byte loads hold the quants of rows 0-3 / chunk 2p, rows 4-7 / chunk 2p and
+// rows 0-3 / chunk 2p + 1 in their low 6 bits, and 2 bits each of rows 4-7 / chunk
+// 2p + 1 in their top 2 (relaxed_layout.h): three ANDs, and three ANDs, shifts and two
+// ORs for the fourth (i16 shifts: the masked bits never cross a byte). Over the pair an
+// int16 lane sums 4 products: |lane| <= 4 * 63 * 128 < 2^15. The store of the sums into
+// `out` (rewritten at the end) keeps V8 from scheduling the next pair's loads ahead, as in
+// Q4_K.
 template <int p>
 inline void q6_k_pair(const uint8_t (&q)[3][16], v128_t a, v128_t sc0, v128_t sc1, v128_t& i0,
                       v128_t& i1, float* out) {
-  v128_t p0 = wasm_i16x8_splat(0), p1 = p0;
-  const v128_t hb = load(q[2]);
-  q6_k_chunk<false>(load(q[0]), hb, splat32<(2 * p) % 4>(a), p0, p1);
-  q6_k_chunk<true>(load(q[1]), hb, splat32<(2 * p + 1) % 4>(a), p0, p1);
+  const v128_t low6 = wasm_i8x16_splat(0x3F), top2 = wasm_i8x16_splat(static_cast<char>(0xC0));
+  const v128_t v0 = load(q[0]), v1 = load(q[1]), v2 = load(q[2]);
+  const v128_t q3 = wasm_v128_or(wasm_v128_or(wasm_u16x8_shr(wasm_v128_and(v0, top2), 6),
+                                              wasm_u16x8_shr(wasm_v128_and(v1, top2), 4)),
+                                 wasm_u16x8_shr(wasm_v128_and(v2, top2), 2));
+  const v128_t a_even = splat32<(2 * p) % 4>(a), a_odd = splat32<(2 * p + 1) % 4>(a);
+  const v128_t p0 = wasm_i16x8_add(dot_u7(a_even, wasm_v128_and(v0, low6)),
+                                   dot_u7(a_odd, wasm_v128_and(v2, low6)));
+  const v128_t p1 = wasm_i16x8_add(dot_u7(a_even, wasm_v128_and(v1, low6)), dot_u7(a_odd, q3));
   i0 = wasm_i32x4_add(i0, wasm_i32x4_dot_i16x8(p0, sc0));
   i1 = wasm_i32x4_add(i1, wasm_i32x4_dot_i16x8(p1, sc1));
   wasm_v128_store(out, i0);

@@ -78,12 +78,14 @@ static_assert(sizeof(BlockQ4_Kx8R) == 8 * 150, "8 rows of 256: 1200 bytes");
 // is one forward run of 208 bytes: first scales[h] = the scales of groups 2s and 2s + 1 of
 // rows 4h .. 4h + 3 as pairs, [r0 g2s, r0 g2s+1, r1 g2s, r1 g2s+1, ...] (dotted with the
 // pair of group sums, the -32 term); then for each pair of chunks c = 2p, 2p + 1 (chunk c:
-// elements 32 s + 4c .. + 3), q[p][c % 2][4 r + k] holds the low 4 bits of element
-// 32 s + 4c + k of row r in its low nibble and of row r + 4 in its high nibble, and
-// q[p][2][4 r + k] their high 2 bits: bits 0-1 row r / chunk 2p, 2-3 row r + 4 / chunk 2p,
-// 4-5 row r / chunk 2p + 1, 6-7 row r + 4 / chunk 2p + 1. Quants are q in [0, 63] (the
-// kernel subtracts 32 through the group sums). The runs must be one stream: the same
-// bytes as two streams (low bits, high bits) read ~6 against ~21 G weights/s from memory.
+// elements 32 s + 4c .. + 3) three vectors of 16 bytes, byte i = 4 r + k for element
+// 32 s + 4c + k: q[p][0] holds row r / chunk 2p in its low 6 bits, q[p][1] row r + 4 /
+// chunk 2p, q[p][2] row r / chunk 2p + 1; row r + 4 / chunk 2p + 1 is spread over their top
+// 2 bits (bits 0-1 in q[p][0], 2-3 in q[p][1], 4-5 in q[p][2]). Quants are q in [0, 63]
+// (the kernel subtracts 32 through the group sums). Three ANDs give three quant vectors and
+// 8 operations the fourth: 11 against the 17 of 4-bit halves with the high bits in a third
+// vector. The runs must be one stream: the same bytes as two streams (low bits, high bits)
+// read ~6 against ~21 G weights/s from memory.
 struct SubQ6_Kx8R {
   int8_t scales[2][8];
   uint8_t q[4][3][16];
