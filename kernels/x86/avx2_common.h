@@ -44,9 +44,11 @@ inline __m256 abs_ps(__m256 v) {
 // 16 bytes of packed nibbles -> 32 bytes in [0, 15]: low nibbles first (elements 0..15),
 // then high nibbles (elements 16..31), the legacy-block element order.
 inline __m256i unpack_nibbles_16(const uint8_t* qs) {
-  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
-  return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+  // the 16 bytes in both halves (a load, no shuffle), the high half shifted by 4
+  const __m256i both =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  return _mm256_and_si256(_mm256_srlv_epi64(both, _mm256_setr_epi64x(0, 0, 4, 4)),
+                          _mm256_set1_epi8(0x0F));
 }
 
 // 32 bits (little-endian bytes) -> 32 bytes, 0xFF where bit j is set, else 0.

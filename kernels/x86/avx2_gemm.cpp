@@ -30,6 +30,7 @@
 #include "kernels/x86/avx2.h"
 #include "kernels/x86/avx2_common.h"
 #include "kernels/x86/gemm_packed.h"
+#include "kernels/x86/x8_steps.h"
 
 namespace runnel::avx2 {
 
@@ -171,6 +172,8 @@ void gemm_q4_0_rows(int64_t n, const void* w, size_t w_stride, const void* packe
   store_tile(acc, NR, nc, out, out_stride);
 }
 
+// Q4_1 as this table's gemm_x8 adds it (x8_steps.h): the min terms follow each block's d term.
+static_assert(x8::kAvx2Q4_1Mins == x8::MinTerms::kChained);
 template <int NR>
 void gemm_q4_1_rows(int64_t n, const void* w, size_t w_stride, const void* packed, int nc,
                     float* out, size_t out_stride) {
@@ -402,7 +405,8 @@ void gemm_q4_k_rows(int64_t n, const void* w, size_t w_stride, const void* packe
   const BlockQ4_K* x[NR];
   for (int r = 0; r < NR; ++r) x[r] = weight_row<BlockQ4_K>(w, w_stride, r);
   __m256 acc[NR];
-  for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_ps();
+  __m256 acc_m[NR];  // the min parts: a sum of their own, as gemm_x8 keeps (x8_steps.h)
+  for (int r = 0; r < NR; ++r) acc[r] = acc_m[r] = _mm256_setzero_ps();
   alignas(32) uint8_t q[NR][64];
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   for (int64_t b = 0; b < n / kQK_K; ++b) {
@@ -442,9 +446,12 @@ void gemm_q4_k_rows(int64_t n, const void* w, size_t w_stride, const void* packe
       const __m256 d = _mm256_mul_ps(da, _mm256_set1_ps(f16(x[r][b].d)));
       const __m256 dmin = _mm256_mul_ps(da, _mm256_set1_ps(f16(x[r][b].dmin)));
       acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum[r]), acc[r]);
-      acc[r] = _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(msum), acc[r]);
+      // fma(dmin, float(-M)), the operands gemm_x8 has
+      const __m256i neg_msum = _mm256_sub_epi32(_mm256_setzero_si256(), msum);
+      acc_m[r] = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(neg_msum), acc_m[r]);
     }
   }
+  for (int r = 0; r < NR; ++r) acc[r] = _mm256_add_ps(acc[r], acc_m[r]);
   store_tile(acc, NR, nc, out, out_stride);
 }
 

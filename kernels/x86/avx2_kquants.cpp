@@ -1,18 +1,22 @@
-// AVX2 k-quant kernels: Q2_K, Q3_K, Q4_K, Q5_K and Q6_K weights dotted with Q8_K activations, and the
-// Q8_K activation quantizer. Per super-block the weight quants are unpacked into 32-byte
+// AVX2 k-quant kernels: Q2_K, Q3_K, Q4_K, Q5_K and Q6_K weights dotted with Q8_K activations, and
+// the Q8_K activation quantizer. Per super-block the weight quants are unpacked into 32-byte
 // vectors, multiplied with the activation bytes (maddubs: unsigned weight x signed
 // activation -> int16 pairs, exact for q <= 63, |a| <= 127), weighted by the integer
 // sub-block scales (madd -> int32, exact) and only then converted to float and scaled by
 // d_w * d_a with FMA. Min / offset terms come from the Q8_K bsums, in integers.
+// Q4_K and Q6_K (x8 types) sum each block's lanes to one exact integer and add the block
+// terms as the x8 products do (x8_steps.h), so a row gives gemm_x8's bits.
 // Float order differs from ref's eight scalar lanes, so dots agree to float rounding.
 // The quantizer follows ref's arithmetic exactly (bit-identical blocks).
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 
 #include "kernels/ref/blocks.h"
 #include "kernels/ref/k_quants_common.h"
 #include "kernels/x86/avx2.h"
 #include "kernels/x86/avx2_common.h"
+#include "kernels/x86/x8_steps.h"
 
 namespace runnel::avx2 {
 
@@ -51,18 +55,25 @@ inline __m256i scale_pairs(__m256i pairs16, int lo, int hi) {
 
 }  // namespace
 
+// The d part and the min part of each block go to two float sums (x8_steps.h), added at
+// the end.
+static_assert(offsetof(BlockQ4_K, d) == 0 && offsetof(BlockQ4_K, dmin) == 2);  // add_q4_k_terms
+
 float vec_dot_q4_k(int64_t n, const void* w, const void* a) {
   const auto* x = static_cast<const BlockQ4_K*>(w);
   const auto* y = static_cast<const BlockQ8_K*>(a);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
-  __m256 acc = _mm256_setzero_ps();
-  float min_terms = 0.0f;
+  __m128 acc = _mm_setzero_ps();    // lane 0: the d parts
+  __m128 acc_m = _mm_setzero_ps();  // lane 0: the min parts
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     uint8_t sc[8];
     uint8_t m[8];
     unpack_scales_mins(x[b].scales, sc, m);
-    int summ = 0;  // sum_g bsums[g] * min of the 32-element sub-block holding g
-    for (int g = 0; g < kQK_K / 16; ++g) summ += y[b].bsums[g] * m[g / 2];
+    // sum_g bsums[g] * min of the 32-element sub-block holding g, in eight int32 lanes
+    // (|bsums| <= 2032, m <= 63): the mins each twice as int16, one madd
+    const __m128i m8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(m));
+    const __m256i summ =
+        _mm256_madd_epi16(load_32(y[b].bsums), _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8)));
     __m256i sumi = _mm256_setzero_si256();
     for (int c = 0; c < kQK_K / 64; ++c) {  // 64-element chunk: sub-blocks 2c, 2c + 1
       const __m256i packed = load_32(x[b].qs + 32 * c);
@@ -73,11 +84,9 @@ float vec_dot_q4_k(int64_t n, const void* w, const void* a) {
       sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p_lo, _mm256_set1_epi16(sc[2 * c])));
       sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p_hi, _mm256_set1_epi16(sc[2 * c + 1])));
     }
-    const float d = f16(x[b].d) * y[b].d;
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
-    min_terms += (f16(x[b].dmin) * y[b].d) * static_cast<float>(summ);
+    x8::add_q4_k_terms(acc, acc_m, &x[b], y[b].d, sumi, summ);
   }
-  return hsum(acc) - min_terms;
+  return _mm_cvtss_f32(_mm_add_ss(acc, acc_m));
 }
 
 // Q2_K: in each 128-element half, byte l of its 32 quant bytes holds elements l, l + 32,
@@ -186,13 +195,15 @@ float vec_dot_q6_k(int64_t n, const void* w, const void* a) {
   const auto* x = static_cast<const BlockQ6_K*>(w);
   const auto* y = static_cast<const BlockQ8_K*>(a);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
-  __m256 acc = _mm256_setzero_ps();
+  __m128 acc = _mm_setzero_ps();  // lane 0
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     const int8_t* sc = x[b].scales;
-    // The quants are stored as q + 32; the -32 comes back as 32 * sum_j sc_j * bsums_j.
-    int offset = 0;
-    for (int j = 0; j < kQK_K / 16; ++j) offset += sc[j] * y[b].bsums[j];
-    __m256i sumi = _mm256_setr_epi32(-32 * offset, 0, 0, 0, 0, 0, 0, 0);
+    // The quants are stored as q + 32; the -32 comes back as 32 * sum_j sc_j * bsums_j,
+    // in eight int32 lanes (one madd of the 16 scales as int16: |bsums| <= 2032).
+    const __m256i offset = _mm256_madd_epi16(
+        load_32(y[b].bsums),
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc))));
+    __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 5));
     for (int half = 0; half < 2; ++half) {
       const __m256i ql_a = load_32(x[b].ql + 64 * half);       // elements l, l + 64
       const __m256i ql_b = load_32(x[b].ql + 64 * half + 32);  // elements l + 32, l + 96
@@ -214,10 +225,9 @@ float vec_dot_q6_k(int64_t n, const void* w, const void* a) {
         sumi = _mm256_add_epi32(sumi, scale_pairs(pairs, sc[j], sc[j + 1]));
       }
     }
-    const float d = f16(x[b].d) * y[b].d;
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+    acc = x8::add_q6_k_term(acc, f16(x[b].d), y[b].d, sumi);  // the block's exact sum, scaled
   }
-  return hsum(acc);
+  return _mm_cvtss_f32(acc);
 }
 
 void quantize_row_q8_k(const float* src, void* dst, int64_t n) {

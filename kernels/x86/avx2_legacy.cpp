@@ -1,10 +1,12 @@
 // AVX2 kernels for the legacy 32-element blocks: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 weights
 // dotted with Q8_0 / Q8_1 activations, and the Q8_0 / Q8_1 activation quantizers.
 // Dots: one block is one 32-byte vector; integer products within the block
-// (maddubs + madd, exact) land in eight int32 lanes, which are converted to float
-// (exact: |lane| < 2^17) and accumulated across blocks with one FMA by d_w * d_a.
-// The float summation order differs from ref (8 lanes instead of one running sum), so
-// results agree with ref to float rounding, not bit for bit.
+// (maddubs + madd, exact) land in eight int32 lanes. Q4_0, Q4_1 and Q8_0 (the x8 types)
+// then add their block terms as the x8 products do (x8_steps.h: eight blocks' sums and
+// d_w * d_a formed as vectors, then one FMA per block in block order), so a row gives
+// gemm_x8's bits; Q5_0 / Q5_1 convert the lanes to float (exact: |lane| < 2^17) and
+// accumulate them across blocks with one FMA by d_w * d_a. Either way the float order
+// differs from ref's, so results agree with ref to float rounding, not bit for bit.
 // Quantizers: same arithmetic as ref step by step, so the bytes are identical.
 #include <cmath>
 
@@ -12,6 +14,7 @@
 #include "kernels/ref/blocks.h"
 #include "kernels/x86/avx2.h"
 #include "kernels/x86/avx2_common.h"
+#include "kernels/x86/x8_steps.h"
 
 namespace runnel::avx2 {
 
@@ -37,29 +40,20 @@ inline __m256 lanes_to_float(__m256i lanes) {
 float vec_dot_q4_0(int64_t n, const void* w, const void* a) {
   const auto* x = static_cast<const BlockQ4_0*>(w);
   const auto* y = static_cast<const BlockQ8_0*>(a);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQK; ++b) {
+  return x8::dot_legacy_blocks<x8::MinTerms::kNone>(n / kQK, x, y, [x, y](int64_t b) {
     // q - 8 in [-8, 7]
     const __m256i q = _mm256_sub_epi8(unpack_nibbles_16(x[b].qs), _mm256_set1_epi8(8));
-    const __m256i lanes = dot_s8_s8(q, load_q8(y[b].qs));
-    const __m256 d = _mm256_set1_ps(f16(x[b].d) * f16(y[b].d));
-    acc = _mm256_fmadd_ps(d, lanes_to_float(lanes), acc);
-  }
-  return hsum(acc);
+    return dot_s8_s8(q, load_q8(y[b].qs));
+  });
 }
 
+// w = d q + m: the min term m_w * s_a (s_a = d_a * sum q_a) follows each block's term.
 float vec_dot_q4_1(int64_t n, const void* w, const void* a) {
   const auto* x = static_cast<const BlockQ4_1*>(w);
   const auto* y = static_cast<const BlockQ8_1*>(a);
-  __m256 acc = _mm256_setzero_ps();
-  float min_terms = 0.0f;  // sum over blocks of m_w * s_a (s_a = d_a * sum q_a)
-  for (int64_t b = 0; b < n / kQK; ++b) {
-    const __m256i lanes = dot_u8_s8(unpack_nibbles_16(x[b].qs), load_q8(y[b].qs));
-    const __m256 d = _mm256_set1_ps(f16(x[b].d) * f16(y[b].d));
-    acc = _mm256_fmadd_ps(d, lanes_to_float(lanes), acc);
-    min_terms += f16(x[b].m) * f16(y[b].s);
-  }
-  return hsum(acc) + min_terms;
+  return x8::dot_legacy_blocks<x8::kAvx2Q4_1Mins>(n / kQK, x, y, [x, y](int64_t b) {
+    return dot_u8_s8(unpack_nibbles_16(x[b].qs), load_q8(y[b].qs));
+  });
 }
 
 float vec_dot_q5_0(int64_t n, const void* w, const void* a) {
@@ -96,13 +90,8 @@ float vec_dot_q5_1(int64_t n, const void* w, const void* a) {
 float vec_dot_q8_0(int64_t n, const void* w, const void* a) {
   const auto* x = static_cast<const BlockQ8_0*>(w);
   const auto* y = static_cast<const BlockQ8_0*>(a);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQK; ++b) {
-    const __m256i lanes = dot_s8_s8(load_q8(x[b].qs), load_q8(y[b].qs));
-    const __m256 d = _mm256_set1_ps(f16(x[b].d) * f16(y[b].d));
-    acc = _mm256_fmadd_ps(d, lanes_to_float(lanes), acc);
-  }
-  return hsum(acc);
+  return x8::dot_legacy_blocks<x8::MinTerms::kNone>(
+      n / kQK, x, y, [x, y](int64_t b) { return dot_s8_s8(load_q8(x[b].qs), load_q8(y[b].qs)); });
 }
 
 namespace {

@@ -7,6 +7,7 @@ namespace runnel::avx2 {
 namespace {
 
 struct MaddubsDot {
+  static constexpr x8::MinTerms kQ4_1Mins = x8::kAvx2Q4_1Mins;  // x8_steps.h
   // sum over k < 8 of w[k] . (the 4 bytes at a + 4k), per int32 lane; w <= 15.
   static __m256i sum8_small(const __m256i* w, const int8_t* a) {
     __m256i s = _mm256_maddubs_epi16(w[0], x8::bcast4(a));

@@ -9,13 +9,17 @@
 // Q2_K, Q3_K and Q6_K sum each block's int32 lanes (offset included) to one exact integer
 // before scaling it, like ref: their offsets (-4, -32) sit in other lanes than the
 // products they correct, and scaling lanes first would leave rounding residue where the
-// true sum cancels to 0 (a zero-magnitude dot must come out 0). Q4_K / Q5_K keep float
-// lanes for d * sum and dmin * min (one FMA each per block, as AVX2 does).
+// true sum cancels to 0 (a zero-magnitude dot must come out 0). Q5_K keeps float lanes
+// for d * sum and dmin * min (one FMA each per block). Q4_K and Q6_K (x8 types) add their
+// block terms as the x8 products do (x8_steps.h), so a row gives gemm_x8's bits.
 // Integer sums per block are exact; only the float accumulation order differs from ref:
 // |avx512 - ref| <= 1e-5 * S as for AVX2.
+#include <cstddef>
+
 #include "kernels/ref/blocks.h"
 #include "kernels/x86/avx2_common.h"
 #include "kernels/x86/avx512_dots.h"
+#include "kernels/x86/x8_steps.h"
 
 namespace runnel::avx512 {
 
@@ -165,11 +169,14 @@ float vec_dot_q3_k(int64_t n, const void* w, const void* a) {
   return sum;
 }
 
+static_assert(offsetof(BlockQ4_K, d) == 0 && offsetof(BlockQ4_K, dmin) == 2);  // add_q4_k_terms
+
 float vec_dot_q4_k(int64_t n, const void* w, const void* a) {
   const auto* x = static_cast<const BlockQ4_K*>(w);
   const auto* y = static_cast<const BlockQ8_K*>(a);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
-  __m256 acc = _mm256_setzero_ps();
+  __m128 acc = _mm_setzero_ps();    // lane 0: the d parts (x8_steps.h)
+  __m128 acc_m = _mm_setzero_ps();  // lane 0: the min parts
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     __m256i sc;
     __m256i mins;
@@ -181,15 +188,15 @@ float vec_dot_q4_k(int64_t n, const void* w, const void* a) {
       const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
       const __m256i l_lo = dot_u8_s8(lo, load_32(y[b].qs + 64 * c));
       const __m256i l_hi = dot_u8_s8(hi, load_32(y[b].qs + 64 * c + 32));
-      sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(l_lo, pick_scale(sc, 2 * c)));
-      sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(l_hi, pick_scale(sc, 2 * c + 1)));
+      // |lane| <= 4 * 15 * 128 fits int16: the two sub-blocks' lanes as an int16 pair,
+      // against their two scales (int32 c of sc) in one madd
+      const __m256i pair = _mm256_mask_blend_epi16(0xAAAA, l_lo, _mm256_slli_epi32(l_hi, 16));
+      const __m256i sc_pair = _mm256_permutexvar_epi32(_mm256_set1_epi32(c), sc);
+      sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(pair, sc_pair));
     }
-    const float d = f16(x[b].d) * y[b].d;
-    const float dmin = f16(x[b].dmin) * y[b].d;
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
-    acc = _mm256_fnmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(bsums_dot(y[b], mins)), acc);
+    x8::add_q4_k_terms(acc, acc_m, &x[b], y[b].d, sumi, bsums_dot(y[b], mins));
   }
-  return hsum(acc);
+  return _mm_cvtss_f32(_mm_add_ss(acc, acc_m));
 }
 
 float vec_dot_q5_k(int64_t n, const void* w, const void* a) {
@@ -228,7 +235,7 @@ float vec_dot_q6_k(int64_t n, const void* w, const void* a) {
   const auto* x = static_cast<const BlockQ6_K*>(w);
   const auto* y = static_cast<const BlockQ8_K*>(a);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
-  float sum = 0.0f;
+  __m128 acc = _mm_setzero_ps();  // lane 0
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     const int8_t* sc = x[b].scales;
     // Quants are stored as q + 32: the -32 is -32 * sum_j sc_j * bsums_j.
@@ -257,9 +264,9 @@ float vec_dot_q6_k(int64_t n, const void* w, const void* a) {
         sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(lanes, pick_scales(sc16, j)));
       }
     }
-    sum += (f16(x[b].d) * y[b].d) * static_cast<float>(hsum_epi32(sumi));
+    acc = x8::add_q6_k_term(acc, f16(x[b].d), y[b].d, sumi);  // as gemm_x8 (x8_steps.h)
   }
-  return sum;
+  return _mm_cvtss_f32(acc);
 }
 
 }  // namespace runnel::avx512

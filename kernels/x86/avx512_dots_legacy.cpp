@@ -13,9 +13,13 @@
 // contract). Integer sums per block are exact (|lane| <= 4 * 31 * 127, a block's sum
 // <= 32 * 31 * 127 < 2^24 converts exactly); only the float summation order differs from
 // ref: |avx512 - ref| <= 1e-5 * S as for AVX2.
+// Q4_0, Q4_1 and Q8_0 (the x8 types) add their block terms as the x8 products do
+// (x8_steps.h: one FMA per block in block order), so a row gives gemm_x8's bits; Q5_0 and
+// Q5_1 fold four blocks into one vector with vphaddd and scale them with one FMA.
 #include "kernels/ref/blocks.h"
 #include "kernels/x86/avx2_common.h"
 #include "kernels/x86/avx512_dots.h"
+#include "kernels/x86/x8_steps.h"
 
 namespace runnel::avx512 {
 
@@ -107,17 +111,19 @@ float dot_blocks(int64_t n, const void* w, const void* a, BlockLanes lanes) {
 }  // namespace
 
 float vec_dot_q4_0(int64_t n, const void* w, const void* a) {
-  return dot_blocks<BlockQ4_0, BlockQ8_0, false>(
-      n, w, a, [](const BlockQ4_0& x, const BlockQ8_0& y) {
-        return dot_offset(unpack_nibbles_16(x.qs), load_32(y.qs), 8);
-      });
+  const auto* x = static_cast<const BlockQ4_0*>(w);
+  const auto* y = static_cast<const BlockQ8_0*>(a);
+  return x8::dot_legacy_blocks<x8::MinTerms::kNone>(n / kQK, x, y, [x, y](int64_t b) {
+    return dot_offset(unpack_nibbles_16(x[b].qs), load_32(y[b].qs), 8);
+  });
 }
 
 float vec_dot_q4_1(int64_t n, const void* w, const void* a) {
-  return dot_blocks<BlockQ4_1, BlockQ8_1, true>(
-      n, w, a, [](const BlockQ4_1& x, const BlockQ8_1& y) {
-        return dot_u8_s8(unpack_nibbles_16(x.qs), load_32(y.qs));
-      });
+  const auto* x = static_cast<const BlockQ4_1*>(w);
+  const auto* y = static_cast<const BlockQ8_1*>(a);
+  return x8::dot_legacy_blocks<x8::kAvx512Q4_1Mins>(n / kQK, x, y, [x, y](int64_t b) {
+    return dot_u8_s8(unpack_nibbles_16(x[b].qs), load_32(y[b].qs));
+  });
 }
 
 float vec_dot_q5_0(int64_t n, const void* w, const void* a) {
@@ -138,10 +144,10 @@ float vec_dot_q5_1(int64_t n, const void* w, const void* a) {
 }
 
 float vec_dot_q8_0(int64_t n, const void* w, const void* a) {
-  return dot_blocks<BlockQ8_0, BlockQ8_0, false>(n, w, a,
-                                                 [](const BlockQ8_0& x, const BlockQ8_0& y) {
-                                                   return dot_s8_s8(load_32(x.qs), load_32(y.qs));
-                                                 });
+  const auto* x = static_cast<const BlockQ8_0*>(w);
+  const auto* y = static_cast<const BlockQ8_0*>(a);
+  return x8::dot_legacy_blocks<x8::MinTerms::kNone>(
+      n / kQK, x, y, [x, y](int64_t b) { return dot_s8_s8(load_32(x[b].qs), load_32(y[b].qs)); });
 }
 
 }  // namespace runnel::avx512

