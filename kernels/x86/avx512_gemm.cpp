@@ -9,6 +9,10 @@
 // are flipped to a + 128 (xor 0x80, once per block for all rows), which adds 128 * sum(w)
 // to every lane; that sum is taken once per weight block and subtracted.
 //
+// 5-bit quants (Q5_0, Q5_1, Q5_K) go in whole, [0, 31] as the unsigned side: with no
+// int16 pair sums there is no need for AVX2's two chains per 32 elements, and AVX512-BW's
+// byte masks merge the 5th bit straight from qh (one masked add of 16).
+//
 // Integer sums per block are exact; only the float accumulation order differs from ref.
 #include "kernels/x86/avx512_gemm.h"
 
@@ -32,6 +36,9 @@ using gemm::PackedQ8_K;
 using ref::BlockQ4_0;
 using ref::BlockQ4_1;
 using ref::BlockQ4_K;
+using ref::BlockQ5_0;
+using ref::BlockQ5_1;
+using ref::BlockQ5_K;
 using ref::BlockQ6_K;
 using ref::BlockQ8_0;
 
@@ -65,6 +72,33 @@ inline __m256i dot16_uw(const uint8_t* w, const __m256i* a) {
   const __m256i s1 = _mm256_dpbusd_epi32(
       _mm256_dpbusd_epi32(_mm256_setzero_si256(), bcast4(w + 4), a[1]), bcast4(w + 12), a[3]);
   return _mm256_add_epi32(s0, s1);
+}
+
+// A legacy Q5 block's 32 quants in [0, 31], element order: the nibbles plus 16 where
+// bit j of qh is set (qh's 32 bits are the byte mask as they stand).
+inline __m256i unpack_q5(const uint8_t* qs, const uint8_t* qh) {
+  uint32_t bits;
+  std::memcpy(&bits, qh, sizeof bits);
+  const __m256i nibbles = unpack_nibbles_16(qs);
+  return _mm256_mask_add_epi8(nibbles, bits, nibbles, _mm256_set1_epi8(0x10));
+}
+
+// The 8 scales and 8 mins of a Q4_K / Q5_K super-block (ref::unpack_scale_min_k4's 6-bit
+// fields) as int32, all at once: scales as they are, mins as int16 pairs (m, m) for one
+// madd against both packed 16-element sums of their sub-block. The kernel broadcasts them
+// from memory (one load each); ref's field-by-field unpacking made the Q5_K tile 1.3x slower.
+inline void unpack_scales_mins_k4(const uint8_t* b, int32_t* sc, int32_t* m_pair) {
+  uint32_t u[3];
+  std::memcpy(u, b, sizeof u);
+  const uint32_t sc_hi = (u[2] & 0x0F0F0F0Fu) | ((u[0] >> 2) & 0x30303030u);
+  const uint32_t m_hi = ((u[2] >> 4) & 0x0F0F0F0Fu) | ((u[1] >> 2) & 0x30303030u);
+  const uint64_t sc8 = (u[0] & 0x3F3F3F3Fu) | (static_cast<uint64_t>(sc_hi) << 32);
+  const uint64_t m8 = (u[1] & 0x3F3F3F3Fu) | (static_cast<uint64_t>(m_hi) << 32);
+  const __m256i m = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(m8)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(sc),
+                      _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(sc8))));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(m_pair),
+                      _mm256_or_si256(m, _mm256_slli_epi32(m, 16)));
 }
 
 inline void store_tile(const __m256* acc, int nr, int nc, float* out, size_t out_stride) {
@@ -132,6 +166,63 @@ void gemm_q4_1_rows(int64_t n, const void* w, size_t w_stride, const void* packe
       const __m256 d = _mm256_mul_ps(da, _mm256_set1_ps(f16(x[r][b].d)));
       acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot32_uw(q[r], a)), acc[r]);
       acc_m[r] = _mm256_fmadd_ps(sa, _mm256_set1_ps(f16(x[r][b].m)), acc_m[r]);  // m * s
+    }
+  }
+  for (int r = 0; r < NR; ++r) acc[r] = _mm256_add_ps(acc[r], acc_m[r]);
+  store_tile(acc, NR, nc, out, out_stride);
+}
+
+// Q5_0: Q4_0 with a 5th bit, dot(q - 16, a) = dot(q, a) - 16 * sum(a);
+// |lane| <= 32 * 31 * 127 before the offset.
+template <int NR>
+void gemm_q5_0_rows(int64_t n, const void* w, size_t w_stride, const void* packed, int nc,
+                    float* out, size_t out_stride) {
+  const auto* p = static_cast<const PackedQ8_0*>(packed);
+  const BlockQ5_0* x[NR];
+  for (int r = 0; r < NR; ++r) x[r] = weight_row<BlockQ5_0>(w, w_stride, r);
+  __m256 acc[NR];
+  for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_ps();
+  alignas(32) uint8_t q[NR][32];
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    __m256i a[8];
+    for (int k = 0; k < 8; ++k) a[k] = load_32(p[b].q[k]);
+    const __m256 da = _mm256_loadu_ps(p[b].d);
+    const __m256i offset = _mm256_slli_epi32(load_32(p[b].sum), 4);
+    for (int r = 0; r < NR; ++r) {
+      _mm256_store_si256(reinterpret_cast<__m256i*>(q[r]), unpack_q5(x[r][b].qs, x[r][b].qh));
+    }
+    for (int r = 0; r < NR; ++r) {
+      const __m256i lanes = _mm256_sub_epi32(dot32_uw(q[r], a), offset);
+      const __m256 d = _mm256_mul_ps(da, _mm256_set1_ps(f16(x[r][b].d)));
+      acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lanes), acc[r]);
+    }
+  }
+  store_tile(acc, NR, nc, out, out_stride);
+}
+
+// Q5_1: Q4_1 with a 5th bit; the min terms m * s in a sum of their own, as Q4_1 here.
+template <int NR>
+void gemm_q5_1_rows(int64_t n, const void* w, size_t w_stride, const void* packed, int nc,
+                    float* out, size_t out_stride) {
+  const auto* p = static_cast<const PackedQ8_1*>(packed);
+  const BlockQ5_1* x[NR];
+  for (int r = 0; r < NR; ++r) x[r] = weight_row<BlockQ5_1>(w, w_stride, r);
+  __m256 acc[NR];
+  __m256 acc_m[NR];
+  for (int r = 0; r < NR; ++r) acc[r] = acc_m[r] = _mm256_setzero_ps();
+  alignas(32) uint8_t q[NR][32];
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    __m256i a[8];
+    for (int k = 0; k < 8; ++k) a[k] = load_32(p[b].q[k]);
+    const __m256 da = _mm256_loadu_ps(p[b].d);
+    const __m256 sa = _mm256_loadu_ps(p[b].s);
+    for (int r = 0; r < NR; ++r) {
+      _mm256_store_si256(reinterpret_cast<__m256i*>(q[r]), unpack_q5(x[r][b].qs, x[r][b].qh));
+    }
+    for (int r = 0; r < NR; ++r) {
+      const __m256 d = _mm256_mul_ps(da, _mm256_set1_ps(f16(x[r][b].d)));
+      acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot32_uw(q[r], a)), acc[r]);
+      acc_m[r] = _mm256_fmadd_ps(sa, _mm256_set1_ps(f16(x[r][b].m)), acc_m[r]);
     }
   }
   for (int r = 0; r < NR; ++r) acc[r] = _mm256_add_ps(acc[r], acc_m[r]);
@@ -230,6 +321,69 @@ void gemm_q4_k_rows(int64_t n, const void* w, size_t w_stride, const void* packe
   store_tile(acc, NR, nc, out, out_stride);
 }
 
+// Q5_K: Q4_K's nibbles, 6-bit scales and mins plus a 5th bit: in 64-element chunk c,
+// element 64c + l takes bit 2c of qh[l] and element 64c + 32 + l bit 2c + 1.
+template <int NR>
+void gemm_q5_k_rows(int64_t n, const void* w, size_t w_stride, const void* packed, int nc,
+                    float* out, size_t out_stride) {
+  const auto* p = static_cast<const PackedQ8_K*>(packed);
+  const BlockQ5_K* x[NR];
+  for (int r = 0; r < NR; ++r) x[r] = weight_row<BlockQ5_K>(w, w_stride, r);
+  __m256 acc[NR];
+  __m256 acc_m[NR];  // the min parts, a sum of their own as Q4_K here
+  for (int r = 0; r < NR; ++r) acc[r] = acc_m[r] = _mm256_setzero_ps();
+  alignas(32) uint8_t q[NR][64];
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i bit4 = _mm256_set1_epi8(0x10);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    alignas(32) int32_t sc[NR][8];
+    alignas(32) int32_t m_pair[NR][8];
+    __m256i isum[NR];
+    for (int r = 0; r < NR; ++r) {
+      unpack_scales_mins_k4(x[r][b].scales, sc[r], m_pair[r]);
+      isum[r] = _mm256_setzero_si256();
+    }
+    for (int c = 0; c < kQK_K / 64; ++c) {
+      const __m256i sel_lo = _mm256_set1_epi8(static_cast<char>(1 << (2 * c)));
+      const __m256i sel_hi = _mm256_set1_epi8(static_cast<char>(2 << (2 * c)));
+      for (int r = 0; r < NR; ++r) {
+        const __m256i packed_q = load_32(x[r][b].qs + 32 * c);
+        const __m256i qh = load_32(x[r][b].qh);
+        const __m256i lo = _mm256_and_si256(packed_q, low4);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed_q, 4), low4);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(q[r]),
+                           _mm256_mask_add_epi8(lo, _mm256_test_epi8_mask(qh, sel_lo), lo, bit4));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(q[r] + 32),
+                           _mm256_mask_add_epi8(hi, _mm256_test_epi8_mask(qh, sel_hi), hi, bit4));
+      }
+      for (int h = 0; h < 2; ++h) {
+        __m256i a[8];
+        for (int k = 0; k < 8; ++k) a[k] = load_32(p[b].q[16 * c + 8 * h + k]);
+        for (int r = 0; r < NR; ++r) {
+          // |lane| <= 32 * 31 * 127; times a 6-bit scale, summed over 8 sub-blocks: < 2^26
+          const __m256i scale = _mm256_set1_epi32(sc[r][2 * c + h]);
+          isum[r] =
+              _mm256_add_epi32(isum[r], _mm256_mullo_epi32(dot32_uw(q[r] + 32 * h, a), scale));
+        }
+      }
+    }
+    const __m256 da = _mm256_loadu_ps(p[b].d);
+    for (int r = 0; r < NR; ++r) {
+      __m256i msum = _mm256_setzero_si256();
+      for (int s = 0; s < 8; ++s) {
+        msum = _mm256_add_epi32(
+            msum, _mm256_madd_epi16(load_32(p[b].bsums[s]), _mm256_set1_epi32(m_pair[r][s])));
+      }
+      const __m256 d = _mm256_mul_ps(da, _mm256_set1_ps(f16(x[r][b].d)));
+      const __m256 dmin = _mm256_mul_ps(da, _mm256_set1_ps(f16(x[r][b].dmin)));
+      acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum[r]), acc[r]);
+      acc_m[r] = _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(msum), acc_m[r]);
+    }
+  }
+  for (int r = 0; r < NR; ++r) acc[r] = _mm256_add_ps(acc[r], acc_m[r]);
+  store_tile(acc, NR, nc, out, out_stride);
+}
+
 template <int NR>
 void gemm_q6_k_rows(int64_t n, const void* w, size_t w_stride, const void* packed, int nc,
                     float* out, size_t out_stride) {
@@ -305,8 +459,11 @@ using RowsFn = void (*)(int64_t, const void*, size_t, const void*, int, float*, 
 static_assert(kGemmRows == 8, "one instantiation per row count");
 RUNNEL_ROWS_TABLE(kQ4_0, gemm_q4_0_rows)
 RUNNEL_ROWS_TABLE(kQ4_1, gemm_q4_1_rows)
+RUNNEL_ROWS_TABLE(kQ5_0, gemm_q5_0_rows)
+RUNNEL_ROWS_TABLE(kQ5_1, gemm_q5_1_rows)
 RUNNEL_ROWS_TABLE(kQ8_0, gemm_q8_0_rows)
 RUNNEL_ROWS_TABLE(kQ4_K, gemm_q4_k_rows)
+RUNNEL_ROWS_TABLE(kQ5_K, gemm_q5_k_rows)
 RUNNEL_ROWS_TABLE(kQ6_K, gemm_q6_k_rows)
 #undef RUNNEL_ROWS_TABLE
 
@@ -325,6 +482,14 @@ void gemm_q4_1(int64_t n, const void* w, size_t w_stride, int nr, const void* pa
                float* out, size_t out_stride) {
   dispatch_rows(kQ4_1, n, w, w_stride, nr, packed, nc, out, out_stride);
 }
+void gemm_q5_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride) {
+  dispatch_rows(kQ5_0, n, w, w_stride, nr, packed, nc, out, out_stride);
+}
+void gemm_q5_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride) {
+  dispatch_rows(kQ5_1, n, w, w_stride, nr, packed, nc, out, out_stride);
+}
 void gemm_q8_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
                float* out, size_t out_stride) {
   dispatch_rows(kQ8_0, n, w, w_stride, nr, packed, nc, out, out_stride);
@@ -332,6 +497,10 @@ void gemm_q8_0(int64_t n, const void* w, size_t w_stride, int nr, const void* pa
 void gemm_q4_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
                float* out, size_t out_stride) {
   dispatch_rows(kQ4_K, n, w, w_stride, nr, packed, nc, out, out_stride);
+}
+void gemm_q5_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride) {
+  dispatch_rows(kQ5_K, n, w, w_stride, nr, packed, nc, out, out_stride);
 }
 void gemm_q6_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
                float* out, size_t out_stride) {

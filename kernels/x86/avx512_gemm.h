@@ -13,9 +13,15 @@ void gemm_q4_0(int64_t n, const void* w, size_t w_stride, int nr, const void* pa
                float* out, size_t out_stride);  // packed: Q8_0
 void gemm_q4_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
                float* out, size_t out_stride);  // packed: Q8_1
+void gemm_q5_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);  // packed: Q8_0
+void gemm_q5_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);  // packed: Q8_1
 void gemm_q8_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
                float* out, size_t out_stride);  // packed: Q8_0
 void gemm_q4_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+               float* out, size_t out_stride);  // packed: Q8_K
+void gemm_q5_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
                float* out, size_t out_stride);  // packed: Q8_K
 void gemm_q6_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
                float* out, size_t out_stride);  // packed: Q8_K

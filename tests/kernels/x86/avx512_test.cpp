@@ -10,6 +10,10 @@
 //  - BF16 with vdpbf16ps: the same plus S_sub + n * 2^-125, S_sub = sum |w_i a_i| over the
 //    elements where w_i or a_i is a bf16 subnormal (the instruction reads them as zero and
 //    flushes subnormal results).
+//  - VNNI gemm kernels (avx512_gemm.h), each output of a prompt product against ref's
+//    vec_dot: the quantized dots' bound, as the AVX2 tiles (avx2_test.cpp tests the
+//    registered ones through the table too).
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
@@ -19,6 +23,7 @@
 #include "kernels/kernels.h"
 #include "kernels/ref/blocks.h"
 #include "kernels/x86/avx512_dots.h"
+#include "kernels/x86/avx512_gemm.h"
 #include "kernels/x86/x86.h"
 #include "tests/kernels/isa_test_util.h"
 #include "tests/kernels/test_util.h"
@@ -269,6 +274,124 @@ TEST_CASE("AVX-512 BF16 dot with vdpbf16ps matches ref within its bound", "[avx5
   }
 }
 
+// ---------------------------------------------------------------- batched products (gemm)
+
+using GemmFn = void (*)(int64_t, const void*, size_t, int, const void*, int, float*, size_t);
+
+struct Gemm {
+  GgmlType type;
+  GemmFn fn;
+};
+
+constexpr Gemm kGemms[] = {
+    {GgmlType::Q4_0, avx512::gemm_q4_0}, {GgmlType::Q4_1, avx512::gemm_q4_1},
+    {GgmlType::Q5_0, avx512::gemm_q5_0}, {GgmlType::Q5_1, avx512::gemm_q5_1},
+    {GgmlType::Q8_0, avx512::gemm_q8_0}, {GgmlType::Q4_K, avx512::gemm_q4_k},
+    {GgmlType::Q5_K, avx512::gemm_q5_k}, {GgmlType::Q6_K, avx512::gemm_q6_k}};
+
+// Token counts: every group fill, and 19 (two full groups and a group of 3).
+constexpr int kTokenCounts[] = {1, 2, 3, 4, 5, 6, 7, 8, 19};
+
+// A prompt product as core/model/matmul.cpp runs it: the tokens packed in groups of
+// kGemmCols (the AVX2 table's gemm_pack, which the avx512 table shares), one gemm call of
+// all `rows` (at most kGemmRows) per group. Every output against ref's vec_dot with the
+// quantized dots' bound; the padding columns of `out` stay untouched.
+void check_gemm(const Gemm& g, const std::vector<std::vector<uint8_t>>& rows,
+                const std::vector<std::vector<uint8_t>>& acts, int64_t n) {
+  const GgmlType at = ref_kernels().of(g.type).vec_dot_type;
+  const TypeKernels& ak = avx2_kernels()->of(at);
+  const auto nr = static_cast<int>(rows.size());
+  const auto n_tokens = static_cast<int>(acts.size());
+  std::vector<uint8_t> w, a;
+  for (const auto& r : rows) w.insert(w.end(), r.begin(), r.end());
+  for (const auto& c : acts) a.insert(a.end(), c.begin(), c.end());
+  const size_t w_stride = row_bytes(g.type, n);
+  const size_t a_stride = row_bytes(at, n);
+  const size_t out_stride = static_cast<size_t>(nr) + 3;
+  std::vector<float> out(static_cast<size_t>(n_tokens) * out_stride, -7.0f);
+  std::vector<uint8_t> packed(ak.gemm_pack_bytes(n));
+  for (int t0 = 0; t0 < n_tokens; t0 += kGemmCols) {
+    const int nc = std::min(kGemmCols, n_tokens - t0);
+    ak.gemm_pack(n, a.data() + static_cast<size_t>(t0) * a_stride, a_stride, nc, packed.data());
+    g.fn(n, w.data(), w_stride, nr, packed.data(), nc,
+         out.data() + static_cast<size_t>(t0) * out_stride, out_stride);
+  }
+  for (int c = 0; c < n_tokens; ++c) {
+    for (size_t r = 0; r < out_stride; ++r) {
+      const float got = out[static_cast<size_t>(c) * out_stride + r];
+      INFO("row " << r << " of " << nr << ", token " << c << " of " << n_tokens);
+      if (r >= static_cast<size_t>(nr)) {
+        CHECK(got == -7.0f);
+        continue;
+      }
+      const auto& wr = rows[r];
+      const auto& ac = acts[static_cast<size_t>(c)];
+      const float expected = ref_kernels().of(g.type).vec_dot(n, wr.data(), ac.data());
+      const double bound = 1e-5 * dot_magnitude(g.type, wr, ac, n) + 1e-30;
+      INFO("ref " << expected << ", avx512 gemm " << got << ", bound " << bound);
+      REQUIRE(std::isfinite(expected));
+      CHECK(std::fabs(static_cast<double>(got) - expected) <= bound);
+    }
+  }
+}
+
+TEST_CASE("AVX-512 gemm kernels match ref on quantized random rows, every tile shape", "[avx512]") {
+  if (!has_avx512_or_warn()) return;
+  for (const Gemm& g : kGemms) {
+    const GgmlType at = ref_kernels().of(g.type).vec_dot_type;
+    const bool k_quant = traits(g.type).block_size == kQK_K;
+    for (int64_t n : k_quant ? test::kSuperBlockLengths : test::kBlockLengths) {
+      Rng rng(static_cast<uint64_t>(n) * 7 + static_cast<uint64_t>(g.type));
+      std::vector<std::vector<uint8_t>> rows, acts;
+      for (int r = 0; r < kGemmRows; ++r)
+        rows.push_back(
+            test::quantize(g.type, make_row(r % 2 ? RowKind::kHeavy : RowKind::kBell, rng, n)));
+      for (int c = 0; c < 19; ++c) {
+        const RowKind kind = c % 5 == 1   ? RowKind::kSignTie
+                             : c % 5 == 2 ? RowKind::kOneHot
+                                          : RowKind::kBell;
+        acts.push_back(test::quantize(at, make_row(kind, rng, n)));
+      }
+      for (int nr = 1; nr <= kGemmRows; ++nr) {
+        for (int n_tokens : kTokenCounts) {
+          INFO("type " << traits(g.type).name << ", n " << n << ", nr " << nr << ", tokens "
+                       << n_tokens);
+          check_gemm(g, {rows.begin(), rows.begin() + nr}, {acts.begin(), acts.begin() + n_tokens},
+                     n);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("AVX-512 gemm kernels match ref on adversarial blocks, every tile shape", "[avx512]") {
+  if (!has_avx512_or_warn()) return;
+  for (const Gemm& g : kGemms) {
+    const GgmlType at = ref_kernels().of(g.type).vec_dot_type;
+    const int64_t n = traits(g.type).block_size == kQK_K ? 768 : 96;
+    for (int extreme = 0; extreme < 2; ++extreme) {  // activations all +-127
+      Rng rng(91 + static_cast<uint64_t>(extreme) * 3 + static_cast<uint64_t>(g.type) * 101);
+      // rows: all 0xFF (largest quants, 5th bits, scales and mins), all 0x00 (lowest
+      // quants), random bytes, twice, with extreme f16 scales (raw_weight_row)
+      std::vector<std::vector<uint8_t>> rows, acts;
+      for (int rep = 0; rep < 2; ++rep) {
+        for (ByteMode mode :
+             {ByteMode::kAllOnes, ByteMode::kAllZero, ByteMode::kRandom, ByteMode::kRandom})
+          rows.push_back(raw_weight_row(g.type, n, rng, mode));
+      }
+      for (int c = 0; c < 19; ++c) acts.push_back(raw_activation_row(at, n, rng, extreme != 0));
+      for (int nr = 1; nr <= kGemmRows; ++nr) {
+        for (int n_tokens : kTokenCounts) {
+          INFO("type " << traits(g.type).name << ", extreme activations " << extreme << ", nr "
+                       << nr << ", tokens " << n_tokens);
+          check_gemm(g, {rows.begin(), rows.begin() + nr}, {acts.begin(), acts.begin() + n_tokens},
+                     n);
+        }
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------- the table
 
 TEST_CASE("The AVX-512 table uses the AVX-512 dots it registers", "[avx512]") {
@@ -285,6 +408,10 @@ TEST_CASE("The AVX-512 table uses the AVX-512 dots it registers", "[avx512]") {
   // F32 and F16 stay AVX2's (their 512-bit versions measured slower); tested above all the same.
   CHECK(avx512->of(GgmlType::F32).vec_dot == avx2_kernels()->of(GgmlType::F32).vec_dot);
   CHECK(avx512->of(GgmlType::F16).vec_dot == avx2_kernels()->of(GgmlType::F16).vec_dot);
+  for (const Gemm& g : kGemms) {
+    INFO("gemm of type " << traits(g.type).name);
+    CHECK(avx512->of(g.type).gemm == g.fn);
+  }
   CHECK(avx512->of(GgmlType::BF16).vec_dot ==
         (cpu_has_avx512_bf16() ? avx512::vec_dot_bf16_dpbf16 : avx512::vec_dot_bf16));
   for (uint32_t id = 0; id < kGgmlTypeIdLimit; ++id) {
