@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "kernels/fp16.h"
+#include "kernels/ref/k_quants_common.h"
 #include "tests/kernels/test_util.h"
 
 namespace runnel {
@@ -22,6 +23,24 @@ TEST_CASE("Branchless f16 decode equals fp16_to_fp32 for all 65536 halves", "[ke
   CHECK(ref::fp16_to_fp32_branchless(0x0001) == 0x1p-24f);
   CHECK(std::isinf(ref::fp16_to_fp32_branchless(0xFC00)));
   CHECK(std::isnan(ref::fp16_to_fp32_branchless(0x7E00)));
+}
+
+TEST_CASE("unpack_scales_mins_k4 gives unpack_scale_min_k4's 8 scales and mins", "[kernels]") {
+  test::Rng rng(7);
+  for (int trial = 0; trial < 2000; ++trial) {
+    uint8_t b[12];
+    for (uint8_t& x : b)
+      x = static_cast<uint8_t>(trial < 2 ? (trial == 0 ? 0x00 : 0xFF) : rng.next());
+    uint8_t scales[8], mins[8];
+    ref::unpack_scales_mins_k4(b, scales, mins);
+    for (int j = 0; j < 8; ++j) {
+      uint8_t scale, min;
+      ref::unpack_scale_min_k4(j, b, &scale, &min);
+      INFO("trial " << trial << ", field " << j);
+      REQUIRE(scales[j] == scale);
+      REQUIRE(mins[j] == min);
+    }
+  }
 }
 
 TEST_CASE("nearest_int rounds half to even like the default rounding mode", "[kernels]") {
