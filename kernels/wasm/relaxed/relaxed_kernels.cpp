@@ -221,69 +221,88 @@ void q4_k_rows(int32_t nb, const BlockQ4_Kx8R* g, const uint8_t* a, int32_t a_st
 }
 
 // Q6_K, chunks 2p and 2p + 1 of a sub-block (one scale group; sc0 / sc1 = its scales,
-// each doubled, rows 0-3 / 4-7) into i0 / i1, lane r = row r of the half. The pair's
-// three 16-byte loads hold the quants of rows 0-3 / chunk 2p, rows 4-7 / chunk 2p and
-// rows 0-3 / chunk 2p + 1 in their low 6 bits, and 2 bits each of rows 4-7 / chunk
-// 2p + 1 in their top 2 (relaxed_layout.h): three ANDs, and three ANDs, shifts and two
-// ORs for the fourth (i16 shifts: the masked bits never cross a byte). Over the pair an
-// int16 lane sums 4 products: |lane| <= 4 * 63 * 128 < 2^15. The store of the sums into
-// `out` (rewritten at the end) keeps V8 from scheduling the next pair's loads ahead, as in
-// Q4_K.
-template <int p>
-inline void q6_k_pair(const uint8_t (&q)[3][16], v128_t a, v128_t sc0, v128_t sc1, v128_t& i0,
-                      v128_t& i1, float* out) {
+// each doubled, rows 0-3 / 4-7) against kT tokens into i0[t] / i1[t], lane r = row r of
+// the half. The pair's three 16-byte loads hold the quants of rows 0-3 / chunk 2p, rows
+// 4-7 / chunk 2p and rows 0-3 / chunk 2p + 1 in their low 6 bits, and 2 bits each of rows
+// 4-7 / chunk 2p + 1 in their top 2 (relaxed_layout.h): three ANDs, and three ANDs,
+// shifts and two ORs for the fourth (i16 shifts: the masked bits never cross a byte),
+// once for all the tokens. Over the pair an int16 lane sums 4 products:
+// |lane| <= 4 * 63 * 128 < 2^15. The store of the sums into `out` (rewritten at the end)
+// keeps V8 from scheduling the next pair's loads ahead, as in Q4_K.
+template <int p, int kT>
+inline void q6_k_pair(const uint8_t (&q)[3][16], const v128_t (&a)[kT], v128_t sc0, v128_t sc1,
+                      v128_t (&i0)[kT], v128_t (&i1)[kT], float* out, int32_t out_stride) {
   const v128_t low6 = wasm_i8x16_splat(0x3F), top2 = wasm_i8x16_splat(static_cast<char>(0xC0));
   const v128_t v0 = load(q[0]), v1 = load(q[1]), v2 = load(q[2]);
   const v128_t q3 = wasm_v128_or(wasm_v128_or(wasm_u16x8_shr(wasm_v128_and(v0, top2), 6),
                                               wasm_u16x8_shr(wasm_v128_and(v1, top2), 4)),
                                  wasm_u16x8_shr(wasm_v128_and(v2, top2), 2));
-  const v128_t a_even = splat32<(2 * p) % 4>(a), a_odd = splat32<(2 * p + 1) % 4>(a);
-  const v128_t p0 = wasm_i16x8_add(dot_u7(a_even, wasm_v128_and(v0, low6)),
-                                   dot_u7(a_odd, wasm_v128_and(v2, low6)));
-  const v128_t p1 = wasm_i16x8_add(dot_u7(a_even, wasm_v128_and(v1, low6)), dot_u7(a_odd, q3));
-  i0 = wasm_i32x4_add(i0, wasm_i32x4_dot_i16x8(p0, sc0));
-  i1 = wasm_i32x4_add(i1, wasm_i32x4_dot_i16x8(p1, sc1));
-  wasm_v128_store(out, i0);
-  wasm_v128_store(out + 4, i1);
+  const v128_t q0 = wasm_v128_and(v0, low6), q1 = wasm_v128_and(v1, low6),
+               q2 = wasm_v128_and(v2, low6);
+  for (int t = 0; t < kT; ++t) {
+    const v128_t a_even = splat32<(2 * p) % 4>(a[t]), a_odd = splat32<(2 * p + 1) % 4>(a[t]);
+    const v128_t p0 = wasm_i16x8_add(dot_u7(a_even, q0), dot_u7(a_odd, q2));
+    const v128_t p1 = wasm_i16x8_add(dot_u7(a_even, q1), dot_u7(a_odd, q3));
+    i0[t] = wasm_i32x4_add(i0[t], wasm_i32x4_dot_i16x8(p0, sc0));
+    i1[t] = wasm_i32x4_add(i1[t], wasm_i32x4_dot_i16x8(p1, sc1));
+    wasm_v128_store(out + t * out_stride, i0[t]);
+    wasm_v128_store(out + t * out_stride + 4, i1[t]);
+  }
 }
 
 // Row r's block = d sum_g sc_g ((q_g - 32) . a_g) = d (sum_g sc_g (q_g . a_g) -
-// 32 sum_g sc_g sum(a_g)), times d_a: |first| <= 16 * 128 * 16 * 63 * 128,
-// |second| <= 32 * 16 * 128 * 16 * 128.
-void q6_k_rows(int32_t nb, const BlockQ6_Kx8R* g, const ActQ8K* y, float* out) {
-  v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
+// 32 sum_g sc_g sum(a_g)), times d_a, for kT activation rows a_stride bytes apart:
+// |first| <= 16 * 128 * 16 * 63 * 128, |second| <= 32 * 16 * 128 * 16 * 128.
+template <int kT>
+void q6_k_rows(int32_t nb, const BlockQ6_Kx8R* g, const uint8_t* a, int32_t a_stride, float* out,
+               int32_t out_stride) {
+  const ActQ8K* y[kT];
+  for (int t = 0; t < kT; ++t) y[t] = reinterpret_cast<const ActQ8K*>(a + t * a_stride);
+  v128_t acc[kT][2];
+  for (int t = 0; t < kT; ++t) acc[t][0] = acc[t][1] = wasm_f32x4_splat(0.0f);
   for (int32_t b = 0; b < nb; ++b) {
     const BlockQ6_Kx8R& blk = g[b];
-    v128_t i0 = wasm_i32x4_splat(0), i1 = i0;  // lane r: row r / row 4 + r
-    v128_t off0 = i0, off1 = i0;               // lane r: sum_g sc_g sum(a_g) of the same rows
+    v128_t i0[kT], i1[kT];      // lane r: row r / row 4 + r
+    v128_t off0[kT], off1[kT];  // lane r: sum_g sc_g sum(a_g) of the same rows
+    for (int t = 0; t < kT; ++t) i0[t] = i1[t] = off0[t] = off1[t] = wasm_i32x4_splat(0);
     for (int s = 0; s < 8; ++s) {
       const SubQ6_Kx8R& sub = blk.sub[s];
-      const v128_t a0 = load(y[b].qs + 32 * s);
-      const v128_t a1 = load(y[b].qs + 32 * s + 16);
       const v128_t sc0 = wasm_i16x8_extend_low_i8x16(wasm_v128_load64_zero(sub.scales[0]));
       const v128_t sc1 = wasm_i16x8_extend_low_i8x16(wasm_v128_load64_zero(sub.scales[1]));
-      const v128_t sums = wasm_v128_load32_splat(y[b].bsums + 2 * s);
-      off0 = wasm_i32x4_add(off0, wasm_i32x4_dot_i16x8(sc0, sums));
-      off1 = wasm_i32x4_add(off1, wasm_i32x4_dot_i16x8(sc1, sums));
+      v128_t a0[kT], a1[kT];
+      for (int t = 0; t < kT; ++t) {
+        a0[t] = load(y[t][b].qs + 32 * s);
+        a1[t] = load(y[t][b].qs + 32 * s + 16);
+        const v128_t sums = wasm_v128_load32_splat(y[t][b].bsums + 2 * s);
+        off0[t] = wasm_i32x4_add(off0[t], wasm_i32x4_dot_i16x8(sc0, sums));
+        off1[t] = wasm_i32x4_add(off1[t], wasm_i32x4_dot_i16x8(sc1, sums));
+      }
       // (r0 g, r0 g, r1 g, r1 g, ...) for group 2s (chunks 0-3) and 2s + 1 (chunks 4-7)
       const v128_t even0 = wasm_i16x8_shuffle(sc0, sc0, 0, 0, 2, 2, 4, 4, 6, 6);
       const v128_t even1 = wasm_i16x8_shuffle(sc1, sc1, 0, 0, 2, 2, 4, 4, 6, 6);
-      q6_k_pair<0>(sub.q[0], a0, even0, even1, i0, i1, out);
-      q6_k_pair<1>(sub.q[1], a0, even0, even1, i0, i1, out);
+      q6_k_pair<0>(sub.q[0], a0, even0, even1, i0, i1, out, out_stride);
+      q6_k_pair<1>(sub.q[1], a0, even0, even1, i0, i1, out, out_stride);
       const v128_t odd0 = wasm_i16x8_shuffle(sc0, sc0, 1, 1, 3, 3, 5, 5, 7, 7);
       const v128_t odd1 = wasm_i16x8_shuffle(sc1, sc1, 1, 1, 3, 3, 5, 5, 7, 7);
-      q6_k_pair<2>(sub.q[2], a1, odd0, odd1, i0, i1, out);
-      q6_k_pair<3>(sub.q[3], a1, odd0, odd1, i0, i1, out);
+      q6_k_pair<2>(sub.q[2], a1, odd0, odd1, i0, i1, out, out_stride);
+      q6_k_pair<3>(sub.q[3], a1, odd0, odd1, i0, i1, out, out_stride);
     }
-    const v128_t da = wasm_f32x4_splat(y[b].d);
-    acc[0] = add_scaled(acc[0], wasm_i32x4_sub(i0, wasm_i32x4_shl(off0, 5)), blk.d, da);
-    acc[1] = add_scaled(acc[1], wasm_i32x4_sub(i1, wasm_i32x4_shl(off1, 5)), blk.d + 4, da);
+    for (int t = 0; t < kT; ++t) {
+      const v128_t da = wasm_f32x4_splat(y[t][b].d);
+      acc[t][0] =
+          add_scaled(acc[t][0], wasm_i32x4_sub(i0[t], wasm_i32x4_shl(off0[t], 5)), blk.d, da);
+      acc[t][1] =
+          add_scaled(acc[t][1], wasm_i32x4_sub(i1[t], wasm_i32x4_shl(off1[t], 5)), blk.d + 4, da);
+    }
   }
-  wasm_v128_store(out, acc[0]);
-  wasm_v128_store(out + 4, acc[1]);
+  for (int t = 0; t < kT; ++t) {
+    wasm_v128_store(out + t * out_stride, acc[t][0]);
+    wasm_v128_store(out + t * out_stride + 4, acc[t][1]);
+  }
 }
 
-// Q4_K: tokens in pairs (one unpacking of the weights for both), then the odd one alone.
+// Q4_K and Q6_K: tokens in pairs (one unpacking of the weights for both), then the odd one
+// alone.
 void q4_k_tokens(int32_t nb, const void* group, const void* a, int32_t a_stride, int32_t nc,
                  float* out, int32_t out_stride) {
   const auto* g = static_cast<const BlockQ4_Kx8R*>(group);
@@ -296,11 +315,12 @@ void q4_k_tokens(int32_t nb, const void* group, const void* a, int32_t a_stride,
 
 void q6_k_tokens(int32_t nb, const void* group, const void* a, int32_t a_stride, int32_t nc,
                  float* out, int32_t out_stride) {
-  for (int32_t c = 0; c < nc; ++c) {
-    q6_k_rows(nb, static_cast<const BlockQ6_Kx8R*>(group),
-              reinterpret_cast<const ActQ8K*>(static_cast<const uint8_t*>(a) + c * a_stride),
-              out + c * out_stride);
-  }
+  const auto* g = static_cast<const BlockQ6_Kx8R*>(group);
+  const auto* y = static_cast<const uint8_t*>(a);
+  int32_t c = 0;
+  for (; c + 2 <= nc; c += 2)
+    q6_k_rows<2>(nb, g, y + c * a_stride, a_stride, out + c * out_stride, out_stride);
+  if (c < nc) q6_k_rows<1>(nb, g, y + c * a_stride, a_stride, out + c * out_stride, out_stride);
 }
 
 }  // namespace
