@@ -12,8 +12,8 @@
 //
 // Per block and per half group (4 rows), each row's int16 pair sums of 32 (Q4_K) or 16
 // (Q6_K) products get the row's sub-block scale from one i32x4.dot_i16x8 and are summed
-// in int32 (Q4_K: two tokens at a time when there are several, one unpacking of the
-// nibbles for both); the 4 rows' int32 vectors are transposed into one (lane r = row r) and scaled
+// in int32 (Q4_K and Q6_K: two tokens at a time when there are several, one unpacking of
+// the weights for both); the 4 rows' int32 vectors are transposed into one (lane r = row r) and scaled
 // with the rows' float scales by the same helpers as the SIMD128 kernels (add_scaled*,
 // simd128_vec.h). Integer sums are exact, so the results are the SIMD128 kernels', and
 // agree with ref's vec_dot to float rounding.
