@@ -167,11 +167,12 @@ namespace {
 // dot_f16_f32 and dot_f16_f32_multi: one f16 row (a K slice or a V row of attention)
 // against kA float rows holding f16 values. Per 8 halves the row is widened once, and
 // each float row adds its two products into its own two chains (lanes 0-3 and 4-7); a
-// tail of n % 8 halves is one more such step, zero-padded. Then each row's chains are
-// added and the 4 lanes summed. A result thus depends on its own row only, so
-// dot_f16_f32_multi's equal dot_f16_f32's bit for bit for any number of rows (grouped
-// and per-head attention agree). kFinite: widened by FiniteF16Widen; returns false,
-// leaving out unwritten, if the row holds an inf or NaN.
+// tail of n % 8 halves is one more such step over the last 8 elements, the products of
+// the lanes already counted masked to +0 (a row shorter than 8: zero-padded copies).
+// Then each row's chains are added and the 4 lanes summed. A result thus depends on its own row
+// only, so dot_f16_f32_multi's equal dot_f16_f32's bit for bit for any number of rows (grouped and
+// per-head attention agree). kFinite: widened by FiniteF16Widen; returns false, leaving out
+// unwritten, if the row holds an inf or NaN.
 template <int kA, bool kFinite>
 bool dot_f16_f32_rows(int64_t n, const uint16_t* w, const float* a, int64_t a_stride, float* out,
                       int64_t out_stride) {
@@ -193,7 +194,27 @@ bool dot_f16_f32_rows(int64_t n, const uint16_t* w, const float* a, int64_t a_st
   };
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) step(w + i, a + i, a_stride);
-  if (i < n) {
+  if (i < n && n >= 8) {
+    // Lane k of the last 8 elements is new when k >= 8 - tail (the masked lanes' products,
+    // inf or NaN included, become +0; the zero-padded copies below cost ~30% of attention's
+    // V side at a 151-token context).
+    const v128_t first_new = wasm_i32x4_splat(static_cast<int32_t>(8 - (n - i)));
+    const v128_t keep_lo = wasm_i32x4_ge(wasm_i32x4_make(0, 1, 2, 3), first_new);
+    const v128_t keep_hi = wasm_i32x4_ge(wasm_i32x4_make(4, 5, 6, 7), first_new);
+    v128_t lo, hi;
+    if constexpr (kFinite) {
+      finite.widen8(w + n - 8, &lo, &hi);
+    } else {
+      f16x8_to_f32(load(w + n - 8), &lo, &hi);
+    }
+    for (int j = 0; j < kA; ++j) {
+      const float* aj = a + j * a_stride + n - 8;
+      acc_lo[j] =
+          wasm_f32x4_add(acc_lo[j], wasm_v128_and(wasm_f32x4_mul(lo, wasm_v128_load(aj)), keep_lo));
+      acc_hi[j] = wasm_f32x4_add(
+          acc_hi[j], wasm_v128_and(wasm_f32x4_mul(hi, wasm_v128_load(aj + 4)), keep_hi));
+    }
+  } else if (i < n) {
     const size_t tail = static_cast<size_t>(n - i);
     uint16_t w8[8] = {};
     float a8[kA][8] = {};
