@@ -17,6 +17,7 @@
 #include "kernels/x86/avx512_gemm.h"
 
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/fp16.h"
 #include "kernels/kernels.h"
@@ -262,72 +263,18 @@ void gemm_q8_0_rows(int64_t n, const void* w, size_t w_stride, const void* packe
   store_tile(acc, NR, nc, out, out_stride);
 }
 
-template <int NR>
-void gemm_q4_k_rows(int64_t n, const void* w, size_t w_stride, const void* packed, int nc,
-                    float* out, size_t out_stride) {
+// Q4_K and Q5_K (Block): nibbles, 6-bit scales and mins, and for Q5_K a 5th bit: in
+// 64-element chunk c, element 64c + l takes bit 2c of qh[l] and element 64c + 32 + l bit
+// 2c + 1, merged by one byte-masked add of 16.
+template <typename Block, int NR>
+void gemm_k4_rows(int64_t n, const void* w, size_t w_stride, const void* packed, int nc, float* out,
+                  size_t out_stride) {
+  constexpr bool kFifthBit = std::is_same_v<Block, BlockQ5_K>;
   const auto* p = static_cast<const PackedQ8_K*>(packed);
-  const BlockQ4_K* x[NR];
-  for (int r = 0; r < NR; ++r) x[r] = weight_row<BlockQ4_K>(w, w_stride, r);
+  const Block* x[NR];
+  for (int r = 0; r < NR; ++r) x[r] = weight_row<Block>(w, w_stride, r);
   __m256 acc[NR];
-  __m256 acc_m[NR];  // the min parts: a sum of their own, as gemm_x8 keeps (x8_steps.h)
-  for (int r = 0; r < NR; ++r) acc[r] = acc_m[r] = _mm256_setzero_ps();
-  alignas(32) uint8_t q[NR][64];
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
-  for (int64_t b = 0; b < n / kQK_K; ++b) {
-    alignas(32) int32_t sc[NR][8];
-    alignas(32) int32_t m_pair[NR][8];
-    __m256i isum[NR];
-    for (int r = 0; r < NR; ++r) {
-      unpack_scales_mins_k4(x[r][b].scales, sc[r], m_pair[r]);
-      isum[r] = _mm256_setzero_si256();
-    }
-    for (int c = 0; c < kQK_K / 64; ++c) {
-      for (int r = 0; r < NR; ++r) {
-        const __m256i packed_q = load_32(x[r][b].qs + 32 * c);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(q[r]), _mm256_and_si256(packed_q, low4));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(q[r] + 32),
-                           _mm256_and_si256(_mm256_srli_epi16(packed_q, 4), low4));
-      }
-      for (int h = 0; h < 2; ++h) {
-        __m256i a[8];
-        for (int k = 0; k < 8; ++k) a[k] = load_32(p[b].q[16 * c + 8 * h + k]);
-        for (int r = 0; r < NR; ++r) {
-          // |lane| <= 32 * 15 * 127; times a 6-bit scale, summed over 8 sub-blocks: < 2^25
-          const __m256i scale = _mm256_set1_epi32(sc[r][2 * c + h]);
-          isum[r] =
-              _mm256_add_epi32(isum[r], _mm256_mullo_epi32(dot32_uw(q[r] + 32 * h, a), scale));
-        }
-      }
-    }
-    const __m256 da = _mm256_loadu_ps(p[b].d);
-    for (int r = 0; r < NR; ++r) {
-      __m256i msum = _mm256_setzero_si256();
-      for (int s = 0; s < 8; ++s) {
-        msum = _mm256_add_epi32(
-            msum, _mm256_madd_epi16(load_32(p[b].bsums[s]), _mm256_set1_epi32(m_pair[r][s])));
-      }
-      const __m256 d = _mm256_mul_ps(da, _mm256_set1_ps(f16(x[r][b].d)));
-      const __m256 dmin = _mm256_mul_ps(da, _mm256_set1_ps(f16(x[r][b].dmin)));
-      acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum[r]), acc[r]);
-      // fma(dmin, float(-M)), the operands gemm_x8 has
-      const __m256i neg_msum = _mm256_sub_epi32(_mm256_setzero_si256(), msum);
-      acc_m[r] = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(neg_msum), acc_m[r]);
-    }
-  }
-  for (int r = 0; r < NR; ++r) acc[r] = _mm256_add_ps(acc[r], acc_m[r]);
-  store_tile(acc, NR, nc, out, out_stride);
-}
-
-// Q5_K: Q4_K's nibbles, 6-bit scales and mins plus a 5th bit: in 64-element chunk c,
-// element 64c + l takes bit 2c of qh[l] and element 64c + 32 + l bit 2c + 1.
-template <int NR>
-void gemm_q5_k_rows(int64_t n, const void* w, size_t w_stride, const void* packed, int nc,
-                    float* out, size_t out_stride) {
-  const auto* p = static_cast<const PackedQ8_K*>(packed);
-  const BlockQ5_K* x[NR];
-  for (int r = 0; r < NR; ++r) x[r] = weight_row<BlockQ5_K>(w, w_stride, r);
-  __m256 acc[NR];
-  __m256 acc_m[NR];  // the min parts, a sum of their own as Q4_K here
+  __m256 acc_m[NR];  // the min parts: a sum of their own, as Q4_K's gemm_x8 keeps (x8_steps.h)
   for (int r = 0; r < NR; ++r) acc[r] = acc_m[r] = _mm256_setzero_ps();
   alignas(32) uint8_t q[NR][64];
   const __m256i low4 = _mm256_set1_epi8(0x0F);
@@ -341,17 +288,19 @@ void gemm_q5_k_rows(int64_t n, const void* w, size_t w_stride, const void* packe
       isum[r] = _mm256_setzero_si256();
     }
     for (int c = 0; c < kQK_K / 64; ++c) {
-      const __m256i sel_lo = _mm256_set1_epi8(static_cast<char>(1 << (2 * c)));
-      const __m256i sel_hi = _mm256_set1_epi8(static_cast<char>(2 << (2 * c)));
       for (int r = 0; r < NR; ++r) {
         const __m256i packed_q = load_32(x[r][b].qs + 32 * c);
-        const __m256i qh = load_32(x[r][b].qh);
-        const __m256i lo = _mm256_and_si256(packed_q, low4);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed_q, 4), low4);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(q[r]),
-                           _mm256_mask_add_epi8(lo, _mm256_test_epi8_mask(qh, sel_lo), lo, bit4));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(q[r] + 32),
-                           _mm256_mask_add_epi8(hi, _mm256_test_epi8_mask(qh, sel_hi), hi, bit4));
+        __m256i lo = _mm256_and_si256(packed_q, low4);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed_q, 4), low4);
+        if constexpr (kFifthBit) {
+          const __m256i qh = load_32(x[r][b].qh);
+          const __m256i sel_lo = _mm256_set1_epi8(static_cast<char>(1 << (2 * c)));
+          const __m256i sel_hi = _mm256_set1_epi8(static_cast<char>(2 << (2 * c)));
+          lo = _mm256_mask_add_epi8(lo, _mm256_test_epi8_mask(qh, sel_lo), lo, bit4);
+          hi = _mm256_mask_add_epi8(hi, _mm256_test_epi8_mask(qh, sel_hi), hi, bit4);
+        }
+        _mm256_store_si256(reinterpret_cast<__m256i*>(q[r]), lo);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(q[r] + 32), hi);
       }
       for (int h = 0; h < 2; ++h) {
         __m256i a[8];
@@ -374,11 +323,25 @@ void gemm_q5_k_rows(int64_t n, const void* w, size_t w_stride, const void* packe
       const __m256 d = _mm256_mul_ps(da, _mm256_set1_ps(f16(x[r][b].d)));
       const __m256 dmin = _mm256_mul_ps(da, _mm256_set1_ps(f16(x[r][b].dmin)));
       acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum[r]), acc[r]);
-      acc_m[r] = _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(msum), acc_m[r]);
+      // fma(dmin, float(-M)), the operands Q4_K's gemm_x8 has
+      const __m256i neg_msum = _mm256_sub_epi32(_mm256_setzero_si256(), msum);
+      acc_m[r] = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(neg_msum), acc_m[r]);
     }
   }
   for (int r = 0; r < NR; ++r) acc[r] = _mm256_add_ps(acc[r], acc_m[r]);
   store_tile(acc, NR, nc, out, out_stride);
+}
+
+template <int NR>
+void gemm_q4_k_rows(int64_t n, const void* w, size_t w_stride, const void* packed, int nc,
+                    float* out, size_t out_stride) {
+  gemm_k4_rows<BlockQ4_K, NR>(n, w, w_stride, packed, nc, out, out_stride);
+}
+
+template <int NR>
+void gemm_q5_k_rows(int64_t n, const void* w, size_t w_stride, const void* packed, int nc,
+                    float* out, size_t out_stride) {
+  gemm_k4_rows<BlockQ5_K, NR>(n, w, w_stride, packed, nc, out, out_stride);
 }
 
 template <int NR>

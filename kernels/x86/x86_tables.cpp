@@ -140,7 +140,7 @@ namespace {
 // AVX512-BF16, else widened into 512-bit FMA) and the batched products, gemm and
 // gemm_x8. Quantizers and float ops are the AVX2 ones; the x8 layouts and the packed
 // groups are shared. Every quantized gemm but Q2_K's and Q3_K's is a VNNI one (Q5_0,
-// Q5_1, Q5_K: 1.35x, 1.35x, 1.6x the AVX2 tiles, 4096 x 256 weights, 64 tokens, Zen 4).
+// Q5_1, Q5_K: 1.35x, 1.35x, 1.5x the AVX2 tiles, 4096 x 256 weights, 64 tokens, Zen 4).
 KernelTable build_avx512_table(const KernelTable& avx2_table) {
   KernelTable t = avx2_table;
   t.isa = "avx512";
