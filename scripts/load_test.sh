@@ -34,18 +34,25 @@ trap cleanup EXIT
 
 "$binary" serve -m "$model" --port 0 --slots 1 --queue 8 2>"$work/server.log" &
 server_pid=$!
-for _ in $(seq 1 300); do
+# Up to 60 s: loading the model takes longer on a slow disk or at a low-bandwidth hour.
+for _ in $(seq 1 600); do
   grep -q "listening on" "$work/server.log" 2>/dev/null && break
   kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
   sleep 0.1
 done
-port="$(grep -o '127.0.0.1:[0-9]*' "$work/server.log" | head -1 | cut -d: -f2)"
+port="$(grep -o '127.0.0.1:[0-9]*' "$work/server.log" | head -1 | cut -d: -f2 || true)"
+[ -n "$port" ] || {
+  echo "load_test: FAIL: the server did not say \"listening on\" within 60 s; server.log:" >&2
+  cat "$work/server.log" >&2
+  exit 1
+}
 url="http://127.0.0.1:$port"
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$server_pid/status"; }
 
 body='{"messages":[{"role":"user","content":"Say hello in five words."}],"max_tokens":8,"temperature":0}'
 # Warm up (page in the weights) before the first RSS reading.
-curl -sf "$url/v1/chat/completions" -d "$body" >/dev/null
+curl -sf --max-time 30 "$url/v1/chat/completions" -d "$body" >/dev/null ||
+  { echo "load_test: FAIL: the warm-up request failed; server.log:" >&2; cat "$work/server.log" >&2; exit 1; }
 rss_before="$(rss_kib)"
 
 cat > "$work/post.lua" <<EOF
@@ -75,7 +82,8 @@ kill -0 "$server_pid" 2>/dev/null || { echo "load_test: FAIL: the server died" >
 # Requests wrk gave up on may still hold the slot or the queue for a moment.
 after=""
 for _ in $(seq 1 60); do
-  after="$(curl -s -o /dev/null -w '%{http_code}' "$url/v1/chat/completions" -d "$body")"
+  # (A refused or timed-out request prints 000 and counts as not answered, not as set -e.)
+  after="$(curl -s --max-time 30 -o /dev/null -w '%{http_code}' "$url/v1/chat/completions" -d "$body" || true)"
   [ "$after" = "200" ] && break
   sleep 0.5
 done

@@ -6,7 +6,8 @@
 #
 # Stages (each builds in its own folder, so re-runs are incremental):
 #   release  Release build in build-release; ctest (unit_tests, native_tests) and
-#            the [real] tests on the SmolLM2 model
+#            the [real] tests on the SmolLM2 model, once per kernel set the host runs
+#            (RUNNEL_ISA=ref, avx2, and avx512 where the CPU has it)
 #   asan     ASan+UBSan build (RelWithDebInfo) in build-asan; the same tests
 #   neon     aarch64 cross build of unit_tests in build-neon
 #            (scripts/aarch64-toolchain.cmake), run under qemu-aarch64: on a CPU with
@@ -21,14 +22,18 @@
 #            npm tarball in a Vite app); needs the wasm stage's build. Screenshots go to
 #            build-web-artifacts/
 #   parity   node --test tests/parity/: runnel vs llama.cpp (node-llama-cpp) on
-#            tokenization, greedy text and logits (needs build-release/runnel), with
-#            the automatic kernel set and again with RUNNEL_ISA=ref
+#            tokenization, greedy text and logits (needs build-release/runnel), once per
+#            kernel set the host runs; on an AVX-512 host also greedy text and logits
+#            against llama.cpp's AVX2 build (what an AVX2-only host runs), with runnel's
+#            avx2 and ref kernels (a copy of the suite in build-parity-avx2)
 #   memory   scripts/cgroup_test.sh: SmolLM2 (3/4 of its size) and the 1B-shaped
 #            Q4_K_M (half its size) streamed inside a cgroup memory limit, same greedy
 #            tokens as unlimited (skips without cgroups)
 #   server   node --test tests/server/: `runnel serve` driven by the openai npm client,
 #            then scripts/load_test.sh (wrk, 32 connections, 60 s, --slots 1 --queue 8)
-# Fails fast: the first failing stage stops the run and is named in the summary.
+# Every stage runs even after one fails (a later stage that needs an earlier one's
+# build says so); the summary names each stage's result and the exit status is
+# non-zero if any failed. A failed setup stops the run: nothing can run without it.
 # On 2 cores the full run takes about 35-40 minutes from clean build folders and a cold
 # ccache (under 10 minutes with a warm one).
 set -euo pipefail
@@ -47,9 +52,8 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 export NODE_PATH="${NODE_PATH:-/usr/share/nodejs}"
 
 summary=()
-current=""
-stage_start=0
 n_passed=0
+n_failed=0
 
 print_summary() {
   echo
@@ -58,38 +62,51 @@ print_summary() {
   for line in "${summary[@]}"; do echo "  $line"; done
 }
 
-on_exit() {
-  local rc=$?
-  if [ "$rc" -ne 0 ] && [ -n "$current" ]; then
-    summary+=("$(printf '%-8s FAILED after %ds' "$current" $(( SECONDS - stage_start )))")
-    print_summary
-    echo "test.sh: stage '$current' failed (exit $rc); the output above it shows why."
-    echo "stages: $n_passed passed, 1 failed"
+begin() {
+  echo
+  echo "==== [$1] $2 ===="
+}
+
+# run_stage NAME: runs stage_NAME in a subshell with errexit on (its first failing
+# command ends it) and records the result; the run goes on either way.
+run_stage() {
+  local name="$1" start=$SECONDS rc=0
+  set +e
+  ( set -e; "stage_$name" )
+  rc=$?
+  set -e
+  if [ "$rc" -eq 0 ]; then
+    summary+=("$(printf '%-8s ok in %ds' "$name" $(( SECONDS - start )))")
+    n_passed=$(( n_passed + 1 ))
+  else
+    summary+=("$(printf '%-8s FAILED (exit %d) after %ds' "$name" "$rc" $(( SECONDS - start )))")
+    n_failed=$(( n_failed + 1 ))
+    echo "test.sh: stage '$name' failed (exit $rc); the output above it shows why."
   fi
 }
-trap on_exit EXIT
 
-begin() {
-  current="$1"
-  stage_start=$SECONDS
-  echo
-  echo "==== [$current] $2 ===="
-}
-
-end() {
-  summary+=("$(printf '%-8s ok in %ds' "$current" $(( SECONDS - stage_start )))")
-  n_passed=$(( n_passed + 1 ))
-  current=""
+# host_isas BIN: the native kernel sets this CPU runs, as RUNNEL_ISA names them.
+host_isas() {
+  local bin="$1" isa
+  for isa in ref avx2 avx512; do
+    RUNNEL_ISA="$isa" "$bin" inspect --cpu >/dev/null 2>&1 && echo "$isa"
+  done
+  return 0
 }
 
 # run_real_tests BUILD_DIR: the [real] tagged Catch2 tests (hidden from ctest's default
-# run) load the real model named by RUNNEL_MODEL.
+# run) load the real model named by RUNNEL_MODEL; once per kernel set the host runs
+# (the test binaries and the runnel children they start read RUNNEL_ISA).
 run_real_tests() {
-  local dir="$1" bin
-  for bin in "$dir/tests/unit_tests" "$dir/tests/native_tests"; do
-    [ -x "$bin" ] || continue
-    echo "-- $bin [real] (RUNNEL_MODEL=$RUNNEL_MODEL)"
-    "$bin" "[real]"
+  local dir="$1" bin isa isas
+  isas="$(host_isas "$dir/runnel")"
+  [ -n "$isas" ] || { echo "test.sh: $dir/runnel runs no kernel set" >&2; return 1; }
+  for isa in $isas; do
+    for bin in "$dir/tests/unit_tests" "$dir/tests/native_tests"; do
+      [ -x "$bin" ] || continue
+      echo "-- $bin [real] (RUNNEL_ISA=$isa RUNNEL_MODEL=$RUNNEL_MODEL)"
+      RUNNEL_ISA="$isa" "$bin" "[real]"
+    done
   done
 }
 
@@ -97,7 +114,6 @@ stage_setup() {
   begin setup "install what is missing (scripts/setup.sh)"
   scripts/setup.sh
   [ -f "$RUNNEL_MODEL" ] || { echo "test.sh: no model at $RUNNEL_MODEL" >&2; return 1; }
-  end
 }
 
 stage_release() {
@@ -106,7 +122,6 @@ stage_release() {
   ninja -C build-release -j"$kJobs"
   ctest --test-dir build-release --output-on-failure
   run_real_tests build-release
-  end
 }
 
 stage_asan() {
@@ -118,7 +133,6 @@ stage_asan() {
   ninja -C build-asan -j"$kJobs"
   ctest --test-dir build-asan --output-on-failure
   run_real_tests build-asan
-  end
 }
 
 stage_neon() {
@@ -132,7 +146,6 @@ stage_neon() {
   # A CPU without dotprod: automatic selection must fall back to the baseline NEON table.
   echo "-- build-neon/tests/unit_tests on qemu -cpu cortex-a53 (no dot-product extension)"
   qemu-aarch64 -L /usr/aarch64-linux-gnu -cpu cortex-a53 build-neon/tests/unit_tests
-  end
 }
 
 stage_wasm() {
@@ -149,7 +162,6 @@ stage_wasm() {
   node --experimental-wasm-relaxed-simd --test tests/wasm/
   echo "-- without relaxed SIMD (Node 20's default): the SIMD128 fallback"
   node --test --test-name-pattern "relaxed SIMD|info describes" tests/wasm/
-  end
 }
 
 stage_web() {
@@ -157,18 +169,43 @@ stage_web() {
   [ -f wasm/dist/runnel.wasm ] && [ -f web/runnel-llm/dist/runnel.wasm ] ||
     { echo "test.sh: no wasm module in wasm/dist (run the wasm stage)" >&2; return 1; }
   node --test tests/web/
-  end
 }
 
 stage_parity() {
   begin parity "llama.cpp parity suite (node --test tests/parity/)"
   export RUNNEL_BIN="${RUNNEL_BIN:-$root/build-release/runnel}"
   [ -x "$RUNNEL_BIN" ] || { echo "test.sh: no runnel binary at $RUNNEL_BIN (run the release stage)" >&2; return 1; }
-  node --test tests/parity/
-  # The scalar kernels again: they are what a machine without a SIMD table runs.
-  echo "-- parity with RUNNEL_ISA=ref"
-  RUNNEL_ISA=ref node --test tests/parity/
-  end
+  local isa isas failed=0
+  isas="$(host_isas "$RUNNEL_BIN")"
+  for isa in $isas; do
+    echo "-- parity with RUNNEL_ISA=$isa"
+    RUNNEL_ISA="$isa" node --test tests/parity/ || failed=1
+  done
+  case " $(echo $isas) " in
+    *" avx512 "*) parity_against_llama_avx2 || failed=1 ;;
+  esac
+  return "$failed"
+}
+
+# llama.cpp's numerics (and so its near-ties) depend on the kernel variant it loads for
+# the CPU. On an AVX-512 host, a copy of the suite whose node-llama-cpp holds only the
+# AVX2 (haswell) variant shows what an AVX2-only host compares against.
+parity_against_llama_avx2() {
+  local copy="$root/build-parity-avx2"
+  local bins="tests/parity/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64"
+  [ -f "$root/$bins/libggml-cpu-haswell.so" ] ||
+    { echo "test.sh: no AVX2 (haswell) variant in $bins" >&2; return 1; }
+  rm -rf "$copy"
+  mkdir -p "$copy/tests"
+  cp -al "$root/tests/parity" "$copy/tests/parity"  # hard links: no copy of the 85 MB
+  find "$copy/$bins" -name 'libggml-cpu-*.so' ! -name 'libggml-cpu-haswell.so' -delete
+  local isa failed=0
+  for isa in avx2 ref; do
+    echo "-- greedy and logit parity against llama.cpp's AVX2 build, RUNNEL_ISA=$isa"
+    (cd "$copy" && RUNNEL_ISA="$isa" RUNNEL_MODEL="$RUNNEL_MODEL" \
+       node --test tests/parity/greedy.test.mjs tests/parity/logits.test.mjs) || failed=1
+  done
+  return "$failed"
 }
 
 stage_memory() {
@@ -179,7 +216,6 @@ stage_memory() {
   # The 1B-shaped Q4_K_M (synthetic, written in seconds) in half its file size.
   scripts/gen_bench_models.sh 1b q4_k_m
   scripts/cgroup_test.sh models/bench/llama-1b-q4_k_m.gguf 0.5
-  end
 }
 
 stage_server() {
@@ -188,7 +224,6 @@ stage_server() {
   [ -x "$RUNNEL_BIN" ] || { echo "test.sh: no runnel binary at $RUNNEL_BIN (run the release stage)" >&2; return 1; }
   node --test tests/server/
   scripts/load_test.sh --duration 60s --connections 32
-  end
 }
 
 stages=("$@")
@@ -201,8 +236,14 @@ for stage in "${stages[@]}"; do
 done
 
 total_start=$SECONDS
-stage_setup
-for stage in "${stages[@]}"; do "stage_$stage"; done
+run_stage setup
+if [ "$n_failed" -ne 0 ]; then
+  print_summary
+  echo "test.sh: setup failed; no stage can run without it"
+  exit 1
+fi
+for stage in "${stages[@]}"; do run_stage "$stage"; done
 summary+=("$(printf '%-8s %ds' total $(( SECONDS - total_start )))")
 print_summary
-echo "stages: $n_passed passed, 0 failed"
+echo "stages: $n_passed passed, $n_failed failed"
+[ "$n_failed" -eq 0 ]

@@ -36,9 +36,13 @@ function formatBytes(n) {
 function fillThreads() {
   const cores = navigator.hardwareConcurrency || 1;
   const isolated = globalThis.crossOriginIsolated === true;
-  const max = Math.min(cores, 16);
+  // The cores cap only the default: an explicit ?threads=N is honoured (up to 16) even
+  // on a machine with fewer cores, where the threads share them.
+  const asked = Math.floor(Number(params.get('threads')));
+  const chosen = asked >= 1 ? Math.min(asked, 16) : Math.min(cores, 16);
+  const max = Math.max(Math.min(cores, 16), chosen);
   for (let t = 1; t <= max; ++t) $('threads').append(new Option(String(t), String(t)));
-  $('threads').value = String(Math.min(max, Number(params.get('threads')) || cores));
+  $('threads').value = String(chosen);
   // Without isolation the engine falls back to one thread and says so in model.info.
   if (!isolated) $('threads').title = 'this page is not cross-origin isolated (COOP/COEP): one thread will run';
 }

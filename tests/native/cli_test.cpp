@@ -11,10 +11,13 @@
 #include <iterator>
 #include <sstream>
 
+#include "core/model/config.h"
 #include "core/runtime/engine.h"
+#include "core/runtime/memory_plan.h"
 #include "kernels/kernels.h"
 #include "native/mmap_store.h"
 #include "tests/core/model/tiny_model.h"
+#include "tests/test_isa.h"
 
 namespace runnel {
 namespace {
@@ -54,6 +57,13 @@ CliResult runnel_cli(const ScratchDir& dir, const std::string& args, const std::
   r.out = read_all(out);
   r.err = read_all(err);
   return r;
+}
+
+// The kernels the CLI child picks: RUNNEL_ISA from this process's environment (test.sh
+// and CI hosts may export one), else automatic.
+void select_kernels_like_cli() {
+  const char* isa = std::getenv("RUNNEL_ISA");
+  REQUIRE(select_kernels(isa ? isa : ""));
 }
 
 void check_usage_error(const ScratchDir& dir, const std::string& args, const std::string& msg) {
@@ -183,9 +193,9 @@ TEST_CASE("run streams greedy text, prints figures and dumps the first logits", 
   CHECK(r.err.find("prompt: 4 tokens") != std::string::npos);  // <s> + 3 letters
   CHECK(r.err.find("tok/s") != std::string::npos);
 
-  // The same in-process, with the kernels the CLI picks (RUNNEL_ISA unset: automatic):
-  // greedy tokens and the logits after the prompt.
-  REQUIRE(select_kernels(""));
+  // The same in-process, with the kernels the CLI picks: greedy tokens and the logits
+  // after the prompt.
+  select_kernels_like_cli();
   std::unique_ptr<Engine> e = Engine::load(MmapStore::open(model));
   const std::vector<TokenId> prompt = e->tokenizer().encode("a b c", true, false);
   std::unique_ptr<Session> s = e->new_session();
@@ -201,7 +211,7 @@ TEST_CASE("run streams greedy text, prints figures and dumps the first logits", 
     text += piece;
     return true;
   });
-  select_kernels("ref");
+  REQUIRE(test::select_process_isa());  // back to this process's kernels for other tests
   CHECK(r.out == "a b c" + text + "\n");
 
   const std::string bytes = read_all(dump);
@@ -234,10 +244,21 @@ TEST_CASE("run refuses requests beyond the context before starting", "[cli]") {
   const CliResult plan = runnel_cli(dir, "run -m '" + model + "' -p x --dry-run");
   CHECK(plan.status == 0);
   CHECK_THAT(plan.out, Catch::Contains("memory plan:") && Catch::Contains("kv cache") && Catch::Contains("fits"));
-  check_usage_error(dir, "run -m '" + model + "' -p x --mem-budget 1M",
-                    "the model does not fit the memory budget: 16.6 MiB needed even when streaming (kv cache 0.0 "
-                    "MiB), budget 1.0 MiB (--mem-budget); lower -c, use --kv-type q8_0, or raise --mem-budget (see "
-                    "--dry-run)");
+  // The figure depends on the thread count (attention task buffers) and the kernel table
+  // (repacked sizes): -t and -c are given, the plan is computed here with the CLI's kernels.
+  select_kernels_like_cli();
+  MemoryPlanOptions po;
+  po.n_ctx = 64;
+  po.n_tasks = 1;
+  const auto store = MmapStore::open(model);
+  const MemoryPlan expected = plan_memory(store->model(), ModelConfig::from_model(store->model()), po);
+  REQUIRE(test::select_process_isa());
+  CHECK(expected.streaming_bytes() > (16u << 20));  // the fixed 16 MiB allowance and the tiny model
+  check_usage_error(dir, "run -m '" + model + "' -p x -t 1 -c 64 --mem-budget 1M",
+                    "the model does not fit the memory budget: " + format_bytes(expected.streaming_bytes()) +
+                        " needed even when streaming (kv cache " + format_bytes(expected.kv_bytes) +
+                        "), budget 1.0 MiB (--mem-budget); lower -c, use --kv-type q8_0, or raise --mem-budget (see "
+                        "--dry-run)");
   check_usage_error(dir, "run -m '" + model + "' -p x --kv-type q3", "--kv-type: KV cache type 'q3' is not one of f16, q8_0, q4_0");
   check_usage_error(dir, "run -m '" + model + "' -p 'a b c d e f g h i' -c 8 -n 1",
                     "prompt is 10 tokens but the context is 8");

@@ -1,9 +1,11 @@
-// Greedy generation parity: `runnel run --temp 0 -n 64` must print exactly the text
-// llama.cpp generates greedily from the same prompt tokens.
-// Exact equality is only meaningful where llama.cpp's own argmax is clear: the test
-// first checks that llama.cpp's top-2 margin stays >= kMinMargin along its path (else
-// the prompt, not runnel, is at fault), and on a mismatch prints both texts and the
-// margin where they part.
+// Greedy generation parity: `runnel run --temp 0 -n 64` must print the text llama.cpp
+// generates greedily from the same prompt tokens, up to the first step where
+// llama.cpp's own choice is a near-tie on this host.
+// llama.cpp picks its kernels by CPU (its AVX2 and AVX-512 builds round differently),
+// so where its top-2 margin drops below kMinMargin depends on the host: there even its
+// two attention paths can part ways. The text is compared up to that step (the rest is
+// a diagnostic), and every prompt, and the prompts together, must compare enough tokens
+// that the test still says something on any host.
 import assert from "node:assert/strict";
 import {before, describe, test} from "node:test";
 
@@ -16,6 +18,10 @@ const kTokens = 64;
 // attention paths show) can swap the top two tokens: runnel once took the second
 // token at a step where llama.cpp's margin was 0.27.
 const kMinMargin = 0.5;
+// A prompt whose reply ends sooner (end-of-turn) must match whole.
+const kMinComparedPerPrompt = 6;
+// Measured: 370 on an AVX-512 host, 313 on an AVX2 one (countdown ties at step 7).
+const kMinComparedTotal = 250;
 const skip = missingPrerequisite() ?? false;
 
 // Index of the first generated token whose text runnel did not reproduce.
@@ -26,8 +32,9 @@ function firstDivergentToken(model, generated, runnelText) {
   return generated.length;
 }
 
-describe(`greedy ${kTokens}-token continuations match llama.cpp`, {skip}, () => {
+describe(`greedy ${kTokens}-token continuations match llama.cpp up to its first near-tie`, {skip}, () => {
   let model;
+  let nCompared = 0;
   before(async () => { model = await loadLlamaModel(); });
 
   for (const [name, prompt, special] of GREEDY_PROMPTS) {
@@ -35,20 +42,38 @@ describe(`greedy ${kTokens}-token continuations match llama.cpp`, {skip}, () => 
       const promptTokens = llamaPromptTokens(model, prompt, {special});
       const generated = await llamaGreedy(model, promptTokens, kTokens);
       const margins = await llamaStepMargins(model, promptTokens, generated);
-      const minMargin = Math.min(...margins);
-      const expected = model.detokenize(generated);
+      const tie = margins.findIndex(m => m < kMinMargin);
+      const compared = tie === -1 ? generated.length : tie;
       const {text: actual, ms} = await runnelGreedy(prompt, kTokens, {special});
-      t.diagnostic(`${generated.length} tokens; llama.cpp's smallest top-2 margin ` +
-                   `${minMargin.toFixed(3)} at step ${margins.indexOf(minMargin)}; runnel ${ms.toFixed(0)} ms`);
-      assert.ok(minMargin >= kMinMargin,
-                `prompt unsuitable: llama.cpp's own top-2 margin ${minMargin.toFixed(4)} at step ` +
-                `${margins.indexOf(minMargin)} is a near-tie; choose another prompt`);
-      if (actual !== expected) {
-        const at = firstDivergentToken(model, generated, actual);
+      const at = firstDivergentToken(model, generated, actual);
+      t.diagnostic(`${generated.length} tokens, ${compared} compared` +
+                   (tie === -1 ? "" : ` (llama.cpp's top-2 margin ${margins[tie].toFixed(3)} at step ${tie})`) +
+                   `; runnel follows llama.cpp for ${at} tokens; runnel ${ms.toFixed(0)} ms`);
+      assert.ok(compared >= Math.min(kMinComparedPerPrompt, generated.length),
+                `only ${compared} tokens comparable: llama.cpp's own top-2 margin ` +
+                `${margins[tie]?.toFixed(4)} at step ${tie} is a near-tie on this host`);
+      if (compared === generated.length) {
+        // The whole reply: runnel must also stop where llama.cpp stopped.
+        const expected = model.detokenize(generated);
+        if (actual !== expected) {
+          assert.fail(`texts differ from generated token ${at} (llama.cpp's top-2 margin there ` +
+                      `${margins[at]?.toFixed(4)})\n` +
+                      `runnel:    ${JSON.stringify(actual)}\nllama.cpp: ${JSON.stringify(expected)}`);
+        }
+      } else if (at < compared) {
         assert.fail(`texts differ from generated token ${at} (llama.cpp's top-2 margin there ` +
-                    `${margins[at]?.toFixed(4)})\n` +
-                    `runnel:    ${JSON.stringify(actual)}\nllama.cpp: ${JSON.stringify(expected)}`);
+                    `${margins[at].toFixed(4)}; its first near-tie is at step ${tie})\n` +
+                    `runnel:    ${JSON.stringify(actual)}\n` +
+                    `llama.cpp: ${JSON.stringify(model.detokenize(generated.slice(0, compared)))}`);
       }
+      nCompared += compared;
     });
   }
+
+  test("enough tokens compared over all prompts", (t) => {
+    t.diagnostic(`${nCompared} tokens compared`);
+    assert.ok(nCompared >= kMinComparedTotal,
+              `${nCompared} tokens compared in all, fewer than ${kMinComparedTotal}: ` +
+              `llama.cpp's near-ties on this host leave too little to compare`);
+  });
 });

@@ -11,6 +11,7 @@
 #include "core/runtime/parallel.h"
 #include "kernels/fp16.h"
 #include "kernels/kernels.h"
+#include "tests/test_isa.h"
 
 namespace runnel {
 namespace {
@@ -88,11 +89,11 @@ std::vector<double> reference(const ModelConfig& c, const Filled& f, int layer, 
   return out;
 }
 
-// Selects this machine's best kernels for a test's life, then the reference again (the
-// default the other tests expect).
+// Selects this machine's best kernels for a test's life, then the process's set again
+// (the default the other tests expect).
 struct BestKernels {
   BestKernels() { REQUIRE(select_kernels("")); }
-  ~BestKernels() { select_kernels("ref"); }
+  ~BestKernels() { test::select_process_isa(); }
 };
 
 }  // namespace

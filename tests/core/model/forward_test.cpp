@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/runtime/engine.h"
+#include "kernels/kernels.h"
 #include "tests/core/model/tiny_model.h"
 
 namespace runnel {
@@ -65,8 +66,11 @@ void check_against_reference(const TinySpec& spec, double tolerance = 1e-4) {
   REQUIRE(prefill.size() == kTokens.size() * spec.n_vocab);
   CHECK(test::max_relative_error(prefill, ref) < tolerance);
   const std::vector<float> decode = decode_logits(m);
-  // Same operations in the same order for each token: prefill and decode agree closely.
-  CHECK(test::max_relative_error(decode, prefill) < 1e-5);
+  // On ref, the same operations in the same order for each token: prefill and decode
+  // agree closely. A SIMD table (RUNNEL_ISA) takes its f32 prompt tiles for prefill,
+  // which sum in another order (measured 1.3e-5 on avx2).
+  const bool on_ref = &kernels() == &ref_kernels();
+  CHECK(test::max_relative_error(decode, prefill) < (on_ref ? 1e-5 : 1e-4));
 }
 
 }  // namespace

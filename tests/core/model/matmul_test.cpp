@@ -12,6 +12,7 @@
 #include "kernels/fp16.h"
 #include "kernels/kernels.h"
 #include "tests/kernels/test_util.h"
+#include "tests/test_isa.h"
 
 namespace runnel {
 namespace {
@@ -254,7 +255,7 @@ TEST_CASE("matmul: a float-weight prompt takes the float gemm where the kernels 
       if (gemm_path) CHECK(differs_from_dot > 0);
     }
   }
-  CHECK(select_kernels("ref"));  // leave the process on the default for other tests
+  CHECK(test::select_process_isa());  // leave the process on its set for other tests
 }
 
 TEST_CASE("kv cache stores f16-rounded k rows and transposed v rows", "[model]") {

@@ -15,6 +15,7 @@
 #include "core/runtime/engine.h"
 #include "kernels/kernels.h"
 #include "tests/core/model/tiny_model.h"
+#include "tests/test_isa.h"
 
 namespace runnel::test {
 
@@ -86,7 +87,7 @@ inline void check_same_output(const TinyRun& repacked, const TinyRun& plain) {
 // Selects `isa` for the scope (the tests otherwise run on the reference table).
 struct SelectIsa {
   explicit SelectIsa(std::string_view isa) : ok(select_kernels(isa)) {}
-  ~SelectIsa() { select_kernels("ref"); }
+  ~SelectIsa() { select_process_isa(); }  // back to the process's set
   bool ok;
 };
 

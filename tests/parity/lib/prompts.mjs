@@ -29,12 +29,16 @@ export const TOKENIZE_PROMPTS = [
 // Greedy text is only comparable where llama.cpp's own choice is clear. On this 135M
 // model most prose continuations reach a step whose top-2 logits lie within 0.05 of
 // each other, where llama.cpp with and without flash attention already part ways.
-// These prompts keep llama.cpp's top-2 margin >= 0.66 at every step (the test
-// re-checks it against kMinMargin) and run 64 tokens or to the end-of-turn token.
+// greedy.test.mjs compares up to llama.cpp's first step with a top-2 margin under 0.5
+// on the host it runs on; these prompts keep it above that for 46-64 tokens or to the
+// end-of-turn token on AVX2 and AVX-512 hosts, but for countdown (7 tokens on AVX2).
 export const GREEDY_PROMPTS = [
   ["counting", "1, 2, 3, 4, 5,", false],
   ["tens", "10, 20, 30, 40,", false],
   ["countdown", "100, 99, 98, 97,", false],
+  ["hundreds", "100, 200, 300, 400,", false],
+  ["evens", "2, 4, 6, 8, 10,", false],
+  ["alphabet", "a, b, c, d, e,", false],
   ["chat repeat", "<|im_start|>user\nRepeat after me: the cat sat on the mat.<|im_end|>\n<|im_start|>assistant\n", true],
   ["chat capital", "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n", true],
 ];
