@@ -45,4 +45,11 @@ int physical_core_count() {
   return hw > 0 ? static_cast<int>(hw) : 1;
 }
 
+int logical_cpu_count() {
+  const std::vector<int> cpus = allowed_cpus();
+  if (!cpus.empty()) return static_cast<int>(cpus.size());
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw > 0 ? static_cast<int>(hw) : 1;
+}
+
 }  // namespace runnel

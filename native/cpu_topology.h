@@ -13,6 +13,10 @@ namespace runnel {
 // Falls back to the affinity count, then to std::thread::hardware_concurrency, then 1.
 int physical_core_count();
 
+// Logical CPUs this process may run on (sched_getaffinity), else
+// std::thread::hardware_concurrency, else 1: the most threads that can run at once.
+int logical_cpu_count();
+
 // Physical cores of a sysfs tree rooted at `cpu_root` (".../devices/system/cpu") for
 // the CPUs in `cpus`; 0 when a sibling list cannot be read. Exposed for tests.
 int count_physical_cores(const std::string& cpu_root, const std::vector<int>& cpus);

@@ -7,6 +7,7 @@
 
 #include "native/cli/args.h"
 #include "native/cli/commands.h"
+#include "native/version.h"
 
 namespace {
 
@@ -20,6 +21,7 @@ constexpr const char* kUsage =
     "  serve     serve the model over the OpenAI API (runnel serve -m FILE [--port 8080])\n"
     "  bench     prompt and generation speed, like llama-bench (runnel bench -m FILE -p 128 -n 32)\n"
     "  synth-model  write a synthetic 1B/8B-shaped GGUF for benchmarks\n"
+    "  version   print the version and the git commit it was built from (also --version)\n"
     "\n"
     "`runnel COMMAND --help` describes a command's options.\n"
     "RUNNEL_ISA=ref|avx2|avx512|neon forces the kernel set.\n";
@@ -32,6 +34,15 @@ std::string one_line(std::string s) {
   return s;
 }
 
+int version_command(const std::vector<std::string>& args) {
+  runnel::cli::ArgParser p("runnel version | runnel --version",
+                           "Prints the version and the git commit runnel was built from.");
+  p.parse(args);
+  const std::string text = p.help_requested() ? p.help_text() : runnel::version_string() + "\n";
+  std::fputs(text.c_str(), stdout);
+  return 0;
+}
+
 int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "run") return runnel::cli::run_command(args);
   if (command == "inspect") return runnel::cli::inspect_command(args);
@@ -39,6 +50,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "serve") return runnel::cli::serve_command(args);
   if (command == "synth-model") return runnel::cli::synth_model_command(args);
   if (command == "bench") return runnel::cli::bench_command(args);
+  if (command == "version" || command == "--version") return version_command(args);
   throw runnel::cli::UsageError("unknown command '" + command + "' (try runnel --help)");
 }
 

@@ -93,7 +93,7 @@ void MmapStore::index_layers() {
 void MmapStore::prefetch(int layer) {
   // Resident layers stay in memory: asking again each token only makes the kernel walk
   // the page cache over the whole layer (a tenth of a 1B model's decode time).
-  if (layer < 0 || static_cast<size_t>(layer) >= streamed_.size() || !streamed_[layer]) return;
+  if (!layer_streamed(layer)) return;
   auto it = layer_ranges_.find(layer);
   if (it == layer_ranges_.end()) return;
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
@@ -126,12 +126,16 @@ int MmapStore::set_streaming(uint64_t layer_budget_bytes) {
   return n_streamed;
 }
 
+bool MmapStore::layer_streamed(int layer) const {
+  return layer >= 0 && static_cast<size_t>(layer) < streamed_.size() && streamed_[layer];
+}
+
 void MmapStore::acquire(int layer) {
-  if (layer >= 0 && static_cast<size_t>(layer) < streamed_.size() && streamed_[layer]) prefetch(layer);
+  if (layer_streamed(layer)) prefetch(layer);
 }
 
 void MmapStore::release(int layer) {
-  if (layer < 0 || static_cast<size_t>(layer) >= streamed_.size() || !streamed_[layer]) return;
+  if (!layer_streamed(layer)) return;
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   for (const Range& r : layer_ranges_[layer]) {
     // Whole pages inside the range only: a page shared with a neighbour stays.
@@ -147,7 +151,7 @@ void MmapStore::release(int layer) {
 
 uint8_t* MmapStore::copy_space(const GgufTensorInfo& tensor, size_t n_bytes) {
   const int layer = layer_of_tensor(tensor.name);
-  if (layer >= 0 && static_cast<size_t>(layer) < streamed_.size() && streamed_[layer]) return nullptr;
+  if (layer_streamed(layer)) return nullptr;
   if (n_bytes == 0) return nullptr;
   void* addr = ::mmap(nullptr, n_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (addr == MAP_FAILED) {
@@ -167,6 +171,8 @@ void MmapStore::drop(const GgufTensorInfo& tensor) {
   const uint64_t begin = (start + page - 1) / page * page;
   const uint64_t end = (start + tensor.n_bytes) / page * page;
   if (end > begin) (void)::madvise(static_cast<uint8_t*>(m.addr) + begin, end - begin, MADV_DONTNEED);
+  dropped_bytes_ += tensor.n_bytes;
+  if (on_load_progress_) on_load_progress_(dropped_bytes_);
 }
 
 uint64_t MmapStore::copy_bytes() const {

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -41,6 +42,8 @@ class MmapStore : public WeightStore {
   // Returns how many layers are streamed.
   int set_streaming(uint64_t layer_budget_bytes);
   bool streaming() const { return !streamed_.empty(); }
+  // Whether set_streaming() streams this layer (its tensors are never copied).
+  bool layer_streamed(int layer) const;
   void acquire(int layer) override;
   void release(int layer) override;
   // Copies of tensors of layers that stay resident live in anonymous memory (transparent
@@ -50,6 +53,12 @@ class MmapStore : public WeightStore {
   void drop(const GgufTensorInfo& tensor) override;
   // Bytes held in copies (resident in place of their tensors' mapped pages).
   uint64_t copy_bytes() const;
+  // Load progress: fn gets the bytes of the tensors copied so far (read from the file
+  // and rewritten while the model loads), from drop(), on the loading thread; nullptr
+  // stops the calls.
+  void on_load_progress(std::function<void(uint64_t bytes_copied)> fn) {
+    on_load_progress_ = std::move(fn);
+  }
 
   // The whole mapping of file `file_index` of the model (diagnostics and tests).
   std::span<const uint8_t> mapped_bytes(size_t file_index) const;
@@ -75,6 +84,8 @@ class MmapStore : public WeightStore {
   std::map<int, std::vector<Range>> layer_ranges_;
   std::vector<bool> streamed_;  // per layer: released after use
   std::vector<std::pair<void*, size_t>> copies_;  // anonymous mappings from copy_space
+  uint64_t dropped_bytes_ = 0;                    // tensors copied and dropped
+  std::function<void(uint64_t)> on_load_progress_;
 };
 
 }  // namespace runnel

@@ -10,9 +10,9 @@ scripts/setup.sh
 cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release
 ninja -C build-release -j"${RUNNEL_JOBS:-2}" runnel
 
-# The model is instruction-tuned with ChatML: --special lets the markup become its
-# control tokens instead of plain text.
-prompt=$'<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n<|im_start|>user\nWhat are three good reasons to learn to cook at home?<|im_end|>\n<|im_start|>assistant\n'
+# The model is instruction-tuned: --chat sends the question through its own chat
+# template (ChatML, with its default system message) and prints only the reply.
+question='What are three good reasons to learn to cook at home?'
 echo
-echo "==== build-release/runnel run -m models/SmolLM2-135M-Instruct.Q4_1.gguf -p <chat prompt> -n 64"
-build-release/runnel run -m models/SmolLM2-135M-Instruct.Q4_1.gguf -p "$prompt" -n 64 --special
+echo "==== build-release/runnel run -m models/SmolLM2-135M-Instruct.Q4_1.gguf --chat -p '$question' -n 64"
+build-release/runnel run -m models/SmolLM2-135M-Instruct.Q4_1.gguf --chat -p "$question" -n 64

@@ -91,15 +91,17 @@ Matrix LlamaModel::matrix(const GgufTensorInfo* t) {
   return Matrix{store_.tensor_bytes(*t).data(), t->type, t->dims[0], t->dims[1]};
 }
 
+bool x8_repacks(const TypeKernels& k, const GgufTensorInfo& t, bool is_embedding, bool embedding_is_output) {
+  if (!k.repack_x8 || !k.gemm_x8 || t.dims.size() != 2 || t.dims[1] % kX8Rows != 0) return false;
+  return !is_embedding || (embedding_is_output && k.unpack_x8_row);
+}
+
 void LlamaModel::repack_weights(Parallel& par) {
   const KernelTable& table = kernels();
   auto consider = [&](const GgufTensorInfo* t) {
     if (t == nullptr || x8_.count(t)) return;
     const TypeKernels& k = table.of(t->type);
-    if (!k.repack_x8 || !k.gemm_x8 || t->dims[1] % kX8Rows != 0) return;
-    // Embeddings are looked up by row: repacked only when they are also the output
-    // projection and the kernels can give a row back (unpack_x8_row).
-    if (t == token_embd_ && (output_ != token_embd_ || !k.unpack_x8_row)) return;
+    if (!x8_repacks(k, *t, t == token_embd_, output_ == token_embd_)) return;
     const size_t group_bytes = x8_group_bytes(k, t->type, t->dims[0]);
     const int64_t n_groups = t->dims[1] / kX8Rows;
     uint8_t* dst = store_.copy_space(*t, group_bytes * static_cast<size_t>(n_groups));

@@ -16,6 +16,11 @@
 
 namespace runnel {
 
+// Whether the load repacks matrix `t` into x8 groups with the kernels `k` (an x8
+// product, rows a multiple of kX8Rows). An embedding is looked up by row: repacked only
+// when it is also the output projection and `k` can give a row back.
+bool x8_repacks(const TypeKernels& k, const GgufTensorInfo& t, bool is_embedding, bool embedding_is_output);
+
 // Every buffer a forward pass writes, allocated once per session for batches of up
 // to n_batch tokens. Nothing is allocated per token.
 class LlamaModel;

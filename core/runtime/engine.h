@@ -81,6 +81,7 @@ class Engine {
   int n_ctx() const { return options_.n_ctx; }
   double load_ms() const { return load_ms_; }
   WeightStore& store() { return *store_; }
+  const WeightStore& store() const { return *store_; }
 
   // n_ctx: the session's context, at most the engine's (0: the engine's).
   std::unique_ptr<Session> new_session(int n_ctx = 0);
@@ -144,6 +145,8 @@ class Session {
 
   // Context shifts done by generate() so far (EngineOptions::n_keep).
   int n_context_shifts() const { return n_context_shifts_; }
+  // Whether a full context shifts (EngineOptions::n_keep >= 0) instead of ending.
+  bool shifts_context() const;
 
   // Forgets history past the first n_keep tokens (their cache entries stay valid).
   void rewind(int n_keep);
@@ -154,7 +157,6 @@ class Session {
   void check_fits(size_t n_new, std::string_view what) const;
   void append(std::span<const TokenId> tokens);  // validates, then adds to the history
   void run_pending(bool all_logits, std::vector<float>* all_out);
-  bool shifts_context() const;
   void shift_context();
 
   Engine& engine_;

@@ -28,6 +28,17 @@ std::string quoted(const std::string& s) {
   return "'" + s + "'";
 }
 
+// A help description under its option: every line, not just the first, indented.
+std::string indented(const std::string& help) {
+  constexpr const char* kIndent = "      ";
+  std::string out = kIndent;
+  for (const char c : help) {
+    out += c;
+    if (c == '\n') out += kIndent;
+  }
+  return out + "\n";
+}
+
 }  // namespace
 
 int parse_int(std::string_view name, const std::string& text) {
@@ -171,14 +182,14 @@ std::string ArgParser::help_text() const {
   std::string s = "usage: " + usage_ + "\n\n" + summary_ + "\n";
   if (!positionals_.empty()) {
     s += "\narguments:\n";
-    for (const Positional& p : positionals_) s += "  " + p.name + "\n      " + p.help + "\n";
+    for (const Positional& p : positionals_) s += "  " + p.name + "\n" + indented(p.help);
   }
   s += "\noptions:\n";
   for (const Option& o : options_) {
     std::string line = "  ";
     for (size_t i = 0; i < o.names.size(); ++i) line += (i ? ", " : "") + o.names[i];
     if (!o.value_name.empty()) line += " " + o.value_name;
-    s += line + "\n      " + o.help + "\n";
+    s += line + "\n" + indented(o.help);
   }
   return s;
 }

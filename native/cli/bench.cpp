@@ -26,7 +26,7 @@
 #include "native/cli/args.h"
 #include "native/cli/commands.h"
 #include "native/cli/model_loader.h"
-#include "native/cpu_topology.h"
+#include "native/mmap_store.h"
 
 namespace runnel::cli {
 namespace {
@@ -144,7 +144,8 @@ int bench_command(const std::vector<std::string>& args) {
   p.string_option("-m, --model", &models_arg, "FILE[,FILE]", "GGUF models");
   p.string_option("-p, --n-prompt", &prompts_arg, "N[,N]", "prompt lengths (default 128; 0 = no pp test)");
   p.string_option("-n, --n-gen", &gens_arg, "N[,N]", "generated lengths (default 32; 0 = no tg test)");
-  p.string_option("-t, --threads", &threads_arg, "N[,N]", "thread counts (default: physical cores)");
+  p.string_option("-t, --threads", &threads_arg, "N[,N]",
+                  "thread counts (default: physical cores; at most the logical CPUs)");
   p.int_option("-r, --repetitions", &reps, "runs per test (default 5)");
   p.string_option("-o, --output", &output, "FORMAT", "md (a markdown table, default) or jsonl");
   p.string_option("--kv-type", &kv_type, "TYPE", "KV cache type (default f16)");
@@ -157,12 +158,15 @@ int bench_command(const std::vector<std::string>& args) {
   }
   if (output != "md" && output != "jsonl") throw UsageError("-o: expected md or jsonl, got '" + output + "'");
   if (reps < 1) throw UsageError("-r: must be >= 1, got " + std::to_string(reps));
-  const std::vector<int> threads =
-      threads_arg.empty() ? std::vector<int>{physical_core_count()} : int_list("-t", threads_arg);
-  for (int t : threads) {
-    if (t < 1) throw UsageError("-t: thread counts must be >= 1");
+  std::vector<int> threads{0};  // 0: physical cores
+  if (!threads_arg.empty()) {
+    threads = int_list("-t", threads_arg);
+    for (int t : threads) {
+      if (t < 1) throw UsageError("-t: thread counts must be >= 1");
+    }
   }
   select_kernels_from_env();
+  for (int& t : threads) t = resolve_thread_count(t);  // the table shows the count used
 
   if (mem_bandwidth) {
     constexpr size_t kBytes = size_t{1} << 30;  // far beyond any cache
@@ -179,11 +183,12 @@ int bench_command(const std::vector<std::string>& args) {
   const std::vector<std::string> models = split_list(models_arg);
   if (models.empty()) throw UsageError("-m: at least one model file is required");
   const std::vector<int> prompts = int_list("-p", prompts_arg), gens = int_list("-n", gens_arg);
+  // Every file opens (headers parsed) before any output: a typo in the last of several
+  // models fails at once, and an error is never preceded by the table's header.
+  for (const std::string& model : models) (void)MmapStore::open(model);
 
-  if (output == "md" && !dry_run) {
-    std::printf("| model | size | params | backend | threads | test | t/s |\n");
-    std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
-  }
+  // The header comes with the first row, after the first model has loaded.
+  bool header_printed = output != "md" || dry_run;
   for (const std::string& model : models) {
     for (int t : threads) {
       int max_prompt = 1;
@@ -232,7 +237,9 @@ int bench_command(const std::vector<std::string>& args) {
         const Stats st = stats_of(rates);
         const std::string name = test.n_prompt > 0 ? "pp" + std::to_string(test.n_prompt)
                                                    : "tg" + std::to_string(test.n_gen);
-        const std::string file = std::filesystem::path(model).filename().string();
+        // The file name, not general.name: that is often a training-run label
+        // ("Smollm2 135M 8k Lc100K Mix1 Ep2") and says nothing of the quantization.
+        const std::string file = std::filesystem::path(model).stem().string();
         if (output == "jsonl") {
           std::vector<int64_t> ns;
           for (double s : seconds) ns.push_back(static_cast<int64_t>(s * 1e9));
@@ -254,6 +261,11 @@ int bench_command(const std::vector<std::string>& args) {
                               {"samples_ts", rates}};
           std::printf("%s\n", j.dump().c_str());
         } else {
+          if (!header_printed) {
+            std::printf("| model | size | params | backend | threads | test | t/s |\n");
+            std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
+            header_printed = true;
+          }
           std::printf("| %s | %.2f GiB | %.2f B | %s | %d | %s | %.2f ± %.2f |\n", file.c_str(),
                       static_cast<double>(size) / (1 << 30), static_cast<double>(n_params) / 1e9,
                       std::string(kernels().isa).c_str(), t, name.c_str(), st.mean, st.sd);

@@ -12,6 +12,7 @@
 #include "kernels/ops.h"
 #include "native/cpu_topology.h"
 #include "native/mmap_store.h"
+#include "native/version.h"
 #if defined(__x86_64__)
 #include "kernels/x86/x86.h"
 #endif
@@ -105,6 +106,7 @@ namespace {
 // `runnel inspect --cpu`: what the kernel dispatch saw and chose.
 int inspect_cpu() {
   select_kernels_from_env();
+  std::printf("%s\n", version_string().c_str());
   std::printf("cpu: %u logical CPUs, %d physical cores (the default thread count)\n",
               std::thread::hardware_concurrency(), physical_core_count());
 #if defined(__x86_64__)
@@ -149,6 +151,8 @@ int inspect_command(const std::vector<std::string>& args) {
 
   const std::unique_ptr<MmapStore> store = MmapStore::open(path);
   const GgufModel& model = store->model();
+  // After the open: a file that fails to open leaves stdout empty.
+  std::printf("%s\n", version_string().c_str());
   for (const GgufFile& f : model.files) {
     std::printf("file: %s (GGUF v%u, %zu bytes, alignment %" PRIu64 ", data at %" PRIu64 ")\n",
                 f.name().c_str(), f.version(), static_cast<size_t>(f.file_size()), f.alignment(),

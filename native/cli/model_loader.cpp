@@ -2,15 +2,40 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 #include "core/kv/kv_cache.h"
+#include "core/model/llama.h"
+#include "kernels/kernels.h"
 #include "native/cli/args.h"
+#include "native/cli/load_progress.h"
 #include "native/cpu_topology.h"
 #include "native/memory_budget.h"
 #include "native/mmap_store.h"
 #include "native/thread_pool.h"
 
 namespace runnel::cli {
+
+int resolve_thread_count(int requested) {
+  if (requested <= 0) return physical_core_count();
+  const int n_cpus = logical_cpu_count();
+  if (requested <= n_cpus) return requested;
+  std::fprintf(stderr, "runnel: warning: -t %d is more than the %d logical CPU%s; using %d\n",
+               requested, n_cpus, n_cpus == 1 ? "" : "s", n_cpus);
+  return n_cpus;
+}
+
+uint64_t load_repack_bytes(const MmapStore& store) {
+  const GgufModel& model = store.model();
+  const bool tied_output = model.find_tensor("output.weight") == nullptr;
+  uint64_t total = 0;
+  for (const GgufTensorInfo& t : model.tensors) {
+    if (!x8_repacks(kernels().of(t.type), t, t.name == "token_embd.weight", tied_output)) continue;
+    if (store.layer_streamed(layer_of_tensor(t.name))) continue;
+    total += t.n_bytes;
+  }
+  return total;
+}
 
 LoadedModel load_model(const LoadRequest& r) {
   EngineOptions eo;
@@ -23,7 +48,7 @@ LoadedModel load_model(const LoadRequest& r) {
     throw UsageError(std::string("--kv-type: ") + e.what());
   }
   LoadedModel out;
-  out.n_threads = r.n_threads > 0 ? r.n_threads : physical_core_count();
+  out.n_threads = resolve_thread_count(r.n_threads);
   std::unique_ptr<MmapStore> store = MmapStore::open(r.model);
 
   // The memory plan, before anything big is allocated or read.
@@ -61,7 +86,14 @@ LoadedModel load_model(const LoadRequest& r) {
     out.n_streamed_layers = store->set_streaming(for_layers);
   }
   eo.parallel = std::make_shared<ThreadPool>(out.n_threads);
+  LoadProgress progress(stderr, std::filesystem::path(r.model).filename().string(),
+                        load_repack_bytes(*store), LoadProgress::on_terminal());
+  MmapStore& mmap_store = *store;
+  mmap_store.on_load_progress([&progress](uint64_t done) { progress.update(done); });
   out.engine = Engine::load(std::move(store), eo);
+  // The engine owns the store now, and `progress` goes out of scope.
+  mmap_store.on_load_progress(nullptr);
+  progress.finish();
   return out;
 }
 

@@ -9,6 +9,7 @@
 
 #include "core/runtime/engine.h"
 #include "core/runtime/memory_plan.h"
+#include "native/mmap_store.h"
 
 namespace runnel::cli {
 
@@ -33,7 +34,19 @@ struct LoadedModel {
 };
 
 // Throws UsageError for bad --kv-type / --mem-budget, std::runtime_error with the
-// numbers when the plan does not fit, and what Engine::load throws.
+// numbers when the plan does not fit, and what Engine::load throws. On a terminal,
+// stderr shows the load's progress (LoadProgress).
 LoadedModel load_model(const LoadRequest& request);
+
+// The thread count for -t N, the one place every command resolves it: 0 gives the
+// physical cores; more than the logical CPUs gives the logical CPUs, with a warning on
+// stderr (threads beyond them only wait on each other at every barrier).
+int resolve_thread_count(int requested);
+
+// The bytes Engine::load reads and repacks from `store` with the selected kernels: the
+// matrices LlamaModel::repack_weights rewrites (2-D, a repack_x8 kernel, rows a multiple
+// of kX8Rows, the token embeddings only as the tied output), outside streamed layers.
+// The progress line's 100%.
+uint64_t load_repack_bytes(const MmapStore& store);
 
 }  // namespace runnel::cli

@@ -4,11 +4,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
+#include <iterator>
 #include <memory>
+#include <random>
+#include <sstream>
 #include <string>
 
 #include "core/runtime/engine.h"
 #include "core/runtime/memory_plan.h"
+#include "core/runtime/request.h"
 #include "core/runtime/session_file.h"
 #include "kernels/kernels.h"
 #include "native/cli/args.h"
@@ -22,8 +27,11 @@
 namespace runnel::cli {
 namespace {
 
+// llama.cpp's LLAMA_DEFAULT_SEED: no --seed given, pick one at random.
+constexpr uint64_t kRandomSeed = 0xFFFFFFFFu;
+
 struct RunOptions {
-  std::string model, prompt, dump_logits, kv_type = "f16", mem_budget, session;
+  std::string model, prompt, prompt_file, dump_logits, kv_type = "f16", mem_budget, session, system;
   int n_keep = 0;
   bool dry_run = false;
   int n_predict = 128;
@@ -31,12 +39,15 @@ struct RunOptions {
   int n_threads = 0;
   SamplerParams sampler;
   bool no_display_prompt = false;
-  bool special = false;
+  bool special = false, no_special = false;
+  bool chat = false;
 };
 
 void check_ranges(const RunOptions& o, const ArgParser& p) {
   if (o.model.empty()) throw UsageError("-m: a model file is required");
-  if (!p.seen("-p")) throw UsageError("-p: a prompt is required");
+  if (p.seen("-p") == p.seen("-f")) throw UsageError("-p / -f: give the prompt with exactly one of them");
+  if (o.special && o.no_special) throw UsageError("--special and --no-special contradict each other");
+  if (!o.system.empty() && !o.chat) throw UsageError("--system: only with --chat");
   if (o.n_predict < -1) throw UsageError("-n: must be >= -1, got " + std::to_string(o.n_predict));
   if (p.seen("-c") && o.n_ctx < 1) {
     throw UsageError("-c: must be >= 1, got " + std::to_string(o.n_ctx));
@@ -51,6 +62,21 @@ void check_ranges(const RunOptions& o, const ArgParser& p) {
   if (!(s.min_p >= 0 && s.min_p <= 1)) throw UsageError("--min-p: must be in [0, 1]");
   if (!(s.repeat_penalty > 0)) throw UsageError("--repeat-penalty: must be > 0");
   if (o.n_keep < -1) throw UsageError("--keep: must be >= -1, got " + std::to_string(o.n_keep));
+}
+
+// The prompt text: -p TEXT, -p - (standard input) or -f FILE, read whole.
+std::string read_prompt(const RunOptions& o) {
+  if (!o.prompt_file.empty()) {
+    std::ifstream in(o.prompt_file, std::ios::binary);
+    if (!in) throw UsageError("-f: cannot read '" + o.prompt_file + "'");
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  if (o.prompt == "-") {
+    return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  }
+  return o.prompt;
 }
 
 void write_stdout(std::string_view text) {
@@ -73,7 +99,11 @@ int run_command(const std::vector<std::string>& args) {
   ArgParser p("runnel run -m FILE -p TEXT [options]",
               "Generates a continuation of TEXT with the model in FILE, streaming it to stdout.");
   p.string_option("-m, --model", &o.model, "FILE", "GGUF model (first part of a split model)");
-  p.string_option("-p, --prompt", &o.prompt, "TEXT", "prompt text");
+  p.string_option("-p, --prompt", &o.prompt, "TEXT", "prompt text; - reads it from standard input");
+  p.string_option("-f, --file", &o.prompt_file, "FILE", "read the prompt from FILE");
+  p.flag("--chat", &o.chat,
+         "send the prompt as a user message through the model's chat template and print only\nthe reply");
+  p.string_option("--system", &o.system, "TEXT", "with --chat: a system message before the prompt");
   p.int_option("-n, --n-predict", &o.n_predict,
                "tokens to generate (default 128; -1 = until end of text or full context)");
   p.int_option("-c, --ctx-size", &o.n_ctx, "context size (default: min(model's, 4096))");
@@ -82,11 +112,15 @@ int run_command(const std::vector<std::string>& args) {
   p.int_option("--top-k", &o.sampler.top_k, "top-k sampling (default 40; 0 = off)");
   p.float_option("--top-p", &o.sampler.top_p, "top-p sampling (default 0.95; 1 = off)");
   p.float_option("--min-p", &o.sampler.min_p, "min-p sampling (default 0.05; 0 = off)");
-  p.u64_option("--seed", &o.sampler.seed, "random seed (default 4294967295)");
+  p.u64_option("--seed", &o.sampler.seed,
+               "random seed (default: a random one, printed with the figures; 4294967295 = random)");
   p.float_option("--repeat-penalty", &o.sampler.repeat_penalty,
                  "penalty for repeating recent tokens (default 1.0 = off)");
   p.flag("--no-display-prompt", &o.no_display_prompt, "do not echo the prompt");
-  p.flag("--special", &o.special, "parse special-token text (\"<|im_start|>\") in the prompt");
+  p.flag("--special", &o.special,
+         "parse special-token text (\"<|im_start|>\") in the prompt as control tokens (the default,\n"
+         "as llama-cli does)");
+  p.flag("--no-special", &o.no_special, "take special-token text in the prompt as plain text");
   p.string_option("--dump-logits", &o.dump_logits, "PATH",
                   "write the float32 logits after the prompt to PATH");
   p.string_option("--kv-type", &o.kv_type, "TYPE", "KV cache type: f16 (default), q8_0, q4_0");
@@ -126,41 +160,51 @@ int run_command(const std::vector<std::string>& args) {
   const int n_streamed = loaded.n_streamed_layers;
   const double load_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 
-  const std::vector<TokenId> full_prompt = engine->tokenizer().encode(o.prompt, true, o.special);
-  GenerateParams gp;
-  gp.max_tokens = o.n_predict;
-  gp.sampler = o.sampler;
+  const std::string prompt_text = read_prompt(o);
+  const PromptFormat format(*engine);
+  PromptInput input;
+  if (o.chat) {
+    std::vector<ChatMessage> messages;
+    if (!o.system.empty()) messages.push_back({"system", o.system});
+    messages.push_back({"user", prompt_text});
+    input = PromptInput::from_messages(std::move(messages));
+  } else {
+    input = PromptInput::from_text(prompt_text, !o.no_special);
+  }
+  const std::vector<TokenId> prompt = format.tokens(input);
+  RequestOptions request;
+  request.max_tokens = o.n_predict;
+  request.sampler = o.sampler;
+  if (request.sampler.seed == kRandomSeed) request.sampler.seed = std::random_device{}();
   std::unique_ptr<Session> session = engine->new_session();
   const uint64_t fingerprint = o.session.empty() ? 0 : model_fingerprint(engine->store().model());
-  std::vector<TokenId> prompt = full_prompt;
-  if (!o.session.empty() && load_session_file(o.session, *session, fingerprint)) {
-    // Reuse the saved tokens the prompt starts with; evaluate only the rest.
-    size_t keep = 0;
-    const std::vector<TokenId>& saved = session->tokens();
-    const size_t n_saved = saved.size();
-    while (keep < n_saved && keep < full_prompt.size() && saved[keep] == full_prompt[keep]) ++keep;
-    session->rewind(static_cast<int>(keep));
-    prompt.assign(full_prompt.begin() + static_cast<std::ptrdiff_t>(keep), full_prompt.end());
-    std::fprintf(stderr, "session: %s holds %zu tokens; %zu reused, %zu to evaluate\n", o.session.c_str(),
-                 n_saved, keep, prompt.size());
-  }
-  session->check_request(prompt, gp);  // refuse before echoing or writing anything
+  const bool restored = !o.session.empty() && load_session_file(o.session, *session, fingerprint);
+  const int n_saved = session->position();
+  // Refuse before echoing or writing anything.
+  check_request_fits(static_cast<int>(prompt.size()), request, session->n_ctx(), session->shifts_context());
 
   std::ofstream dump;
   if (!o.dump_logits.empty()) {
     dump.open(o.dump_logits, std::ios::binary | std::ios::trunc);
     if (!dump) throw std::runtime_error("--dump-logits: cannot write '" + o.dump_logits + "'");
-    gp.on_logits = [&dump](int step, std::span<const float> logits) {
+    request.on_logits = [&dump](int step, std::span<const float> logits) {
       // float32 little-endian: this is how x86-64 and aarch64 Linux store floats.
       if (step == 0) dump.write(reinterpret_cast<const char*>(logits.data()), logits.size_bytes());
     };
   }
-  if (!o.no_display_prompt) write_stdout(o.prompt);
+  // A chat reply is shown alone: the rendered template is markup, not the user's text.
+  if (!o.no_display_prompt && !o.chat) write_stdout(prompt_text);
   const uint64_t read_before = process_read_bytes();
-  const GenerationStats stats = session->generate(prompt, gp, [](std::string_view piece) {
+  const std::unique_ptr<RequestRun> run = run_request(*session, prompt, request, [](std::string_view piece) {
     write_stdout(piece);
     return true;
   });
+  if (restored) {
+    // The saved tokens the prompt starts with were reused; only the rest was evaluated.
+    std::fprintf(stderr, "session: %s holds %d tokens; %d reused, %d to evaluate\n", o.session.c_str(), n_saved,
+                 run->n_cached(), run->n_prompt() - run->n_cached());
+  }
+  const GenerationStats& stats = run->stats();
   const uint64_t read_bytes = process_read_bytes() - read_before;
   write_stdout("\n");
   if (!o.session.empty()) save_session_file(o.session, *session, fingerprint);
@@ -168,8 +212,9 @@ int run_command(const std::vector<std::string>& args) {
     dump.close();
     if (!dump) throw std::runtime_error("--dump-logits: writing '" + o.dump_logits + "' failed");
   }
-  std::fprintf(stderr, "load: %.1f ms (%d threads, %s kernels, context %d)\n", load_ms, n_threads,
-               std::string(kernels().isa).c_str(), engine->n_ctx());
+  std::fprintf(stderr, "load: %.1f ms (%d threads, %s kernels, context %d, seed %llu)\n", load_ms, n_threads,
+               std::string(kernels().isa).c_str(), engine->n_ctx(),
+               static_cast<unsigned long long>(request.sampler.seed));
   std::fprintf(stderr, "prompt: %d tokens in %.1f ms, %.2f tok/s\n", stats.n_prompt,
                stats.prompt_ms, stats.prompt_tokens_per_s());
   std::fprintf(stderr, "generation: %d tokens in %.1f ms, %.2f tok/s\n", stats.n_generated,

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -66,6 +67,11 @@ int serve_command(const std::vector<std::string>& args) {
                "tokens and drop the oldest half of the rest (default -1: such requests get a 400)");
   p.string_option("--session", &session_path, "FILE",
                   "slot 0's conversation: restored from FILE at start if it exists, saved at exit");
+  p.flag("--lenient", &so.lenient,
+         "serve requests with fields this server does not implement (tools, response_format,\n"
+         "logprobs, ...) as if they were absent, logging a warning (default: 400 naming the field)");
+  bool log_disable = false;
+  p.flag("--log-disable", &log_disable, "no line per request on stderr (access log, --lenient warnings)");
   float shutdown_s = static_cast<float>(so.shutdown_deadline_s);
   p.float_option("--shutdown-timeout", &shutdown_s,
                  "seconds in-flight generations may run on after SIGTERM/SIGINT (default 10)");
@@ -83,6 +89,7 @@ int serve_command(const std::vector<std::string>& args) {
   if (!(shutdown_s >= 0)) throw UsageError("--shutdown-timeout: must be >= 0");
   if (n_keep < -1) throw UsageError("--keep: must be >= -1, got " + std::to_string(n_keep));
   so.shutdown_deadline_s = shutdown_s;
+  so.access_log = !log_disable;
   if (so.model_alias.empty()) so.model_alias = std::filesystem::path(model_path).filename().string();
   if (!p.seen("--web-root")) so.web_root = find_web_root("/proc/self/exe");
   so.model_file = model_path;
@@ -111,15 +118,35 @@ int serve_command(const std::vector<std::string>& args) {
   so.session_path = session_path;
   server::Server server(std::move(loaded.engine), so);
 
-  std::thread signal_thread([&server, stop_signals] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    std::fprintf(stderr, "runnel serve: %s: finishing in-flight requests, then exiting\n",
-                 sig == SIGINT ? "SIGINT" : "SIGTERM");
-    server.stop();
-  });
+  // The signal thread starts once the port is bound, so that a failed bind prints its
+  // error alone; a signal that comes earlier stays pending (blocked) until sigwait.
+  std::thread signal_thread;
+  std::atomic<bool> signalled{false}, quiet{false};
+  const auto start_signal_thread = [&] {
+    signal_thread = std::thread([&server, &signalled, &quiet, stop_signals] {
+      int sig = 0;
+      sigwait(&stop_signals, &sig);
+      signalled = true;
+      if (!quiet) {
+        std::fprintf(stderr, "runnel serve: %s: finishing in-flight requests, then exiting\n",
+                     sig == SIGINT ? "SIGINT" : "SIGTERM");
+      }
+      server.stop();
+    });
+  };
+  // Ends the signal thread; one that got no signal is woken without its banner (the
+  // server stopped on its own, or failed).
+  const auto end_signal_thread = [&] {
+    if (!signal_thread.joinable()) return;
+    if (!signalled) {
+      quiet = true;
+      pthread_kill(signal_thread.native_handle(), SIGTERM);
+    }
+    signal_thread.join();
+  };
   try {
     server.run([&](int port) {
+      start_signal_thread();
       std::fprintf(stderr,
                    "runnel serve: listening on http://%s:%d (model %s, %d slot%s, %d threads, %s kernels, kv %s%s%s)\n",
                    so.host.c_str(), port, so.model_alias.c_str(), so.slots, so.slots == 1 ? "" : "s", threads,
@@ -130,11 +157,10 @@ int serve_command(const std::vector<std::string>& args) {
                    so.web_root.empty() ? "" : ", demo page at /");
     });
   } catch (...) {
-    pthread_kill(signal_thread.native_handle(), SIGTERM);
-    signal_thread.join();
+    end_signal_thread();
     throw;
   }
-  signal_thread.join();
+  end_signal_thread();
   std::fprintf(stderr, "runnel serve: stopped\n");
   return 0;
 }

@@ -30,7 +30,8 @@ int tokenize_command(const std::vector<std::string>& args) {
   p.string_option("-p, --prompt", &text, "TEXT", "text to tokenize");
   p.string_option("-f, --file", &file, "PATH", "file whose bytes to tokenize");
   p.flag("--ids", &ids_only, "print only the ids, space-separated, on one line");
-  p.flag("--no-bos", &no_bos, "do not add the BOS token even if the model asks for it");
+  p.flag("--no-bos", &no_bos,
+         "add no special token (BOS, EOS, [CLS], [SEP]) even if the model asks for them");
   p.flag("--special", &special, "parse special-token text (\"<|im_start|>\")");
   p.parse(args);
   if (p.help_requested()) {
@@ -43,10 +44,9 @@ int tokenize_command(const std::vector<std::string>& args) {
 
   const std::unique_ptr<MmapStore> store = MmapStore::open(model);
   const std::unique_ptr<Tokenizer> tok = Tokenizer::from_metadata(store->model().metadata);
-  std::vector<TokenId> ids = tok->encode(text, true, special);
-  if (no_bos && !ids.empty() && tok->add_bos() && ids.front() == tok->bos()) {
-    ids.erase(ids.begin());
-  }
+  // --no-bos turns off every token the model adds (BOS, EOS, BERT's [CLS] and [SEP]),
+  // as llama-tokenize's --no-bos does: the ids are the text's alone.
+  const std::vector<TokenId> ids = tok->encode(text, !no_bos, special);
   if (ids_only) {
     for (size_t i = 0; i < ids.size(); ++i) std::printf(i ? " %d" : "%d", ids[i]);
     std::printf("\n");

@@ -118,7 +118,72 @@ void parse_messages(const json& req, GenerationRequest& out) {
   }
 }
 
+// A request field this server does not implement, and the values of it that ask for
+// nothing (so that clients which always send, say, "tools": [] keep working).
+struct UnsupportedField {
+  const char* name;
+  const char* asks_for;  // for the error message
+  bool chat, completions, embeddings;
+  bool (*harmless)(const json& value);
+};
+
+bool never(const json&) { return false; }
+bool empty_array(const json& v) { return v.is_array() && v.empty(); }
+
+constexpr UnsupportedField kUnsupportedFields[] = {
+    {"tools", "tool calls", true, false, false, empty_array},
+    {"tool_choice", "tool calls", true, false, false, [](const json& v) { return v == "none" || v == "auto"; }},
+    {"functions", "function calls", true, false, false, empty_array},
+    {"function_call", "function calls", true, false, false,
+     [](const json& v) { return v == "none" || v == "auto"; }},
+    {"response_format", "JSON mode or structured output", true, false, false,
+     [](const json& v) {
+       const auto type = v.is_object() ? v.find("type") : v.end();
+       return v.is_object() && type != v.end() && *type == "text";
+     }},
+    {"json_schema", "output constrained to a JSON schema", true, true, false, never},
+    {"grammar", "output constrained to a grammar", true, true, false, never},
+    {"suffix", "insertion before a suffix", false, true, false,
+     [](const json& v) { return v.is_string() && v.get_ref<const std::string&>().empty(); }},
+    {"audio", "audio output", true, false, false, never},
+    {"modalities", "output other than text", true, false, false,
+     [](const json& v) { return v == json::array({"text"}); }},
+    {"web_search_options", "web search", true, false, false, never},
+    // Chat's logprobs is a boolean; completions' is a count, and even 0 asks for the
+    // chosen token's log probability.
+    {"logprobs", "log probabilities", true, false, false, [](const json& v) { return v == false; }},
+    {"logprobs", "log probabilities", false, true, false, never},
+    {"top_logprobs", "log probabilities", true, false, false, [](const json& v) { return v == 0; }},
+    {"n_probs", "token probabilities", true, true, false, [](const json& v) { return v == 0; }},
+    {"best_of", "the best of several completions", false, true, false, [](const json& v) { return v == 1; }},
+    {"dimensions", "shortened embeddings", false, false, true, never},
+};
+
 }  // namespace
+
+std::vector<std::string> unsupported_fields(const json& body, Endpoint endpoint) {
+  std::vector<std::string> out;
+  if (!body.is_object()) return out;
+  for (const UnsupportedField& f : kUnsupportedFields) {
+    const bool applies = endpoint == Endpoint::ChatCompletions ? f.chat
+                         : endpoint == Endpoint::Completions   ? f.completions
+                                                               : f.embeddings;
+    const json* value = applies ? field(body, f.name) : nullptr;
+    if (value && !f.harmless(*value)) out.emplace_back(f.name);
+  }
+  return out;
+}
+
+ApiError unsupported_field_error(const std::string& name) {
+  std::string asks_for = "a feature";
+  for (const UnsupportedField& f : kUnsupportedFields) {
+    if (name == f.name) asks_for = f.asks_for;
+  }
+  return ApiError(400,
+                  "'" + name + "' is not supported: this server does not implement " + asks_for +
+                      " (a server started with --lenient ignores the field instead)",
+                  name, "unsupported_parameter");
+}
 
 ApiError::ApiError(int status_, std::string message, std::string param_, std::string code_, std::string type_)
     : std::runtime_error(std::move(message)),
@@ -297,41 +362,6 @@ std::string base64_floats(const std::vector<float>& v) {
     out += i + 1 < bytes.size() ? kAlphabet[(n >> 6) & 63] : '=';
     out += i + 2 < bytes.size() ? kAlphabet[n & 63] : '=';
   }
-  return out;
-}
-
-StopMatcher::StopMatcher(std::vector<std::string> stops) : stops_(std::move(stops)) {}
-
-std::string StopMatcher::push(std::string_view text) {
-  if (stopped_) return "";
-  pending_ += text;
-  // The earliest complete stop string ends the output.
-  size_t first = std::string::npos;
-  for (const std::string& s : stops_) first = std::min(first, pending_.find(s));
-  if (first != std::string::npos) {
-    stopped_ = true;
-    std::string out = pending_.substr(0, first);
-    pending_.clear();
-    return out;
-  }
-  // Hold back the longest tail that is a prefix of some stop string.
-  size_t hold = 0;
-  for (const std::string& s : stops_) {
-    for (size_t n = std::min(s.size() - 1, pending_.size()); n > hold; --n) {
-      if (pending_.compare(pending_.size() - n, n, s, 0, n) == 0) {
-        hold = n;
-        break;
-      }
-    }
-  }
-  std::string out = pending_.substr(0, pending_.size() - hold);
-  pending_.erase(0, pending_.size() - hold);
-  return out;
-}
-
-std::string StopMatcher::flush() {
-  std::string out;
-  if (!stopped_) out.swap(pending_);
   return out;
 }
 

@@ -1,6 +1,6 @@
 // The OpenAI wire format of `runnel serve`: request bodies validated into plain
-// structs (every problem becomes an ApiError naming the field), response bodies, and
-// the stop-string matcher. Pure functions, no sockets: tests/native/server_api_test.cpp.
+// structs (every problem becomes an ApiError naming the field) and response bodies;
+// the request path itself is core/runtime/request.h. Pure functions, no sockets: tests/native/server_api_test.cpp.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/chat/chat_template.h"
+#include "core/runtime/request.h"
 #include "core/sampling/sampler.h"
 
 namespace runnel::server {
@@ -45,6 +46,19 @@ struct GenerationRequest {
 // Parse + validate. `body` is the raw request text. n_vocab bounds logit_bias ids.
 GenerationRequest parse_generation_request(std::string_view body, bool chat, int n_vocab);
 
+enum class Endpoint { ChatCompletions, Completions, Embeddings };
+
+// The fields of an OpenAI request body that would change what the reply means but that
+// this server does not implement (tools, JSON mode, logprobs, grammars, ...), most
+// consequential first (tools before logprobs). Serving such a request while ignoring them would hand
+// the client a reply it did not ask for that looks like one it did. Harmless values are
+// not listed (tools: [], tool_choice: "none", logprobs: false, response_format
+// {"type": "text"}), nor fields that are safe to ignore (user, metadata, store, ...).
+// `n` > 1 is refused by parse_generation_request whatever the mode.
+std::vector<std::string> unsupported_fields(const json& body, Endpoint endpoint);
+// The 400 for one of them: param = the field, code "unsupported_parameter" (OpenAI's).
+ApiError unsupported_field_error(const std::string& field);
+
 // /v1/embeddings: input as a list of strings (a single string becomes one item).
 struct EmbeddingRequest {
   std::vector<std::string> inputs;
@@ -58,26 +72,7 @@ EmbeddingRequest parse_embedding_request(std::string_view body);
 // Parses JSON text, turning syntax errors into a 400 that names the position.
 json parse_json_body(std::string_view body);
 
-// Holds back generated text that might be the start of a stop string, so a stop
-// string is never streamed, even when it arrives split across tokens.
-class StopMatcher {
- public:
-  explicit StopMatcher(std::vector<std::string> stops);
-
-  // Adds generated text; returns what is safe to emit now. After a stop string is
-  // found, stopped() is true and the text before it is the last returned.
-  std::string push(std::string_view text);
-  // The held-back text at the end of generation (nothing once stopped).
-  std::string flush();
-  bool stopped() const { return stopped_; }
-
- private:
-  std::vector<std::string> stops_;
-  std::string pending_;
-  bool stopped_ = false;
-};
-
-// "stop" or "length" for the usage of OpenAI's finish_reason.
+// The usage block of a reply.
 struct Usage {
   int prompt_tokens = 0;
   int completion_tokens = 0;

@@ -4,6 +4,7 @@
 
 #include "core/runtime/session_file.h"
 #include "native/memory_budget.h"
+#include "native/version.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -41,6 +42,18 @@ size_t common_prefix(const std::vector<TokenId>& a, const std::vector<TokenId>& 
   return i;
 }
 
+// A refused request as OpenAI's 400, naming the field (the core names it; a chat's
+// prompt is its messages).
+ApiError api_error(const RequestError& e, bool chat) {
+  return ApiError(400, e.what(), chat && e.field() == "prompt" ? "messages" : e.field(), e.code());
+}
+
+// OpenAI's finish_reason: it has no word for a full context, and "cut" (the shutdown
+// timeout) is ours.
+std::string openai_finish_reason(FinishReason reason) {
+  return reason == FinishReason::ContextFull ? "length" : finish_reason_name(reason);
+}
+
 std::string sse(const json& j) { return "data: " + j.dump() + "\n\n"; }
 
 }  // namespace
@@ -61,7 +74,7 @@ class Server::Lease {
 Server::Server(std::unique_ptr<Engine> engine, ServerOptions options)
     : engine_(std::move(engine)),
       options_(std::move(options)),
-      chat_template_(ChatTemplate::from_model(engine_->store().model().metadata, engine_->tokenizer())),
+      prompt_format_(*engine_),
       http_(std::make_unique<httplib::Server>()) {
   if (options_.slots < 1) throw std::invalid_argument("--slots must be >= 1, got " + std::to_string(options_.slots));
   if (options_.queue < 0) throw std::invalid_argument("--queue must be >= 0, got " + std::to_string(options_.queue));
@@ -88,8 +101,10 @@ void Server::run(const std::function<void(int port)>& on_listening) {
     throw std::runtime_error("cannot listen on " + options_.host + ":" + std::to_string(port) +
                              " (in use, or not an address of this machine)");
   }
+  bound_ = true;
   if (on_listening) on_listening(port);
   http_->listen_after_bind();
+  listen_ended_ = true;
   save_session();
 }
 
@@ -108,18 +123,29 @@ void Server::stop() {
     std::lock_guard<std::mutex> lock(slots_mutex_);
     slot_freed_.notify_all();  // queued requests answer 503
   }
+  // httplib's stop() acts only on a running accept loop: a stop between the bind and
+  // the loop's start (a signal pending since start-up) would otherwise be lost.
+  while (bound_ && !listen_ended_ && !http_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   http_->stop();
 }
 
 void Server::install_routes() {
   httplib::Server& h = *http_;
   h.set_payload_max_length(options_.max_body_bytes);
+  // httplib's default sets SO_REUSEPORT, with which a second server on a busy port
+  // starts and the two split the traffic. SO_REUSEADDR alone still lets a restarted
+  // server bind while the old one's connections linger in TIME_WAIT.
+  h.set_socket_options([](socket_t sock) {
+    const int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   // Enough connection threads that requests beyond slots + queue reach us and get a
   // 429 instead of waiting unseen in the accept backlog.
   const size_t n_threads = static_cast<size_t>(options_.slots + options_.queue + 8);
   h.new_task_queue = [n_threads] { return new httplib::ThreadPool(n_threads); };
 
   h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    begin_request_log();
     if (!options_.cors_origin.empty()) {
       res.set_header("Access-Control-Allow-Origin", options_.cors_origin);
       res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
@@ -145,6 +171,7 @@ void Server::install_routes() {
   });
   h.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     count_request(req.path, res.status);
+    log_request(req, res);
   });
 
   h.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
@@ -153,7 +180,7 @@ void Server::install_routes() {
       res.set_content(R"({"status":"shutting down"})", "application/json");
       return;
     }
-    res.set_content(R"({"status":"ok"})", "application/json");
+    res.set_content(json{{"status", "ok"}, {"version", version_string()}}.dump(), "application/json");
   });
   h.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     const json model = {{"id", options_.model_alias},
@@ -170,13 +197,13 @@ void Server::install_routes() {
     res.set_content(metrics_text(), "text/plain; version=0.0.4");
   });
   h.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_generation(req, res, true);
+    if (admit_fields(req, res, Endpoint::ChatCompletions)) handle_generation(req, res, true);
   });
   h.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_generation(req, res, false);
+    if (admit_fields(req, res, Endpoint::Completions)) handle_generation(req, res, false);
   });
   h.Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_embeddings(req, res);
+    if (admit_fields(req, res, Endpoint::Embeddings)) handle_embeddings(req, res);
   });
   if (!options_.web_root.empty()) {
     if (!std::filesystem::exists(std::filesystem::path(options_.web_root) / "index.html")) {
@@ -277,49 +304,43 @@ void Server::release_slot(int index) {
   slot_freed_.notify_one();
 }
 
-Server::Outcome Server::generate(int slot, const std::vector<TokenId>& prompt, const GenerationRequest& request,
-                                 int max_tokens, const std::function<bool(const std::string&)>& emit) {
+Server::Outcome Server::generate(int slot, const std::vector<TokenId>& prompt, const RequestOptions& options,
+                                 const std::function<bool(const std::string&)>& emit) {
   std::lock_guard<std::mutex> compute(compute_mutex_);
-  Session& session = *slots_[slot].session;
-  // Reuse the cached prefix; generate() recomputes the last position if nothing is new.
-  const size_t keep = common_prefix(session.tokens(), prompt);
-  session.rewind(static_cast<int>(keep));
-  const std::vector<TokenId> suffix(prompt.begin() + static_cast<std::ptrdiff_t>(keep), prompt.end());
-
-  GenerateParams gp;
-  gp.max_tokens = max_tokens;
-  gp.sampler = request.sampler;
-  StopMatcher matcher(request.stop);
-  bool client_gone = false;
-  const GenerationStats stats = session.generate(suffix, gp, [&](std::string_view piece) {
-    const std::string text = matcher.push(piece);
-    if (!text.empty() && !emit(text)) {
-      client_gone = true;
-      return false;
+  RequestRun run(*slots_[slot].session, prompt, options);
+  std::string piece;
+  bool more = !run.done();
+  while (more) {
+    more = run.next(piece);
+    if (!piece.empty() && !emit(piece)) {
+      run.stop(FinishReason::Aborted);  // the client went away
+      break;
     }
-    if (matcher.stopped()) return false;
-    return !(shutting_down_ && now_ns() > deadline_ns_);
-  });
-  if (!client_gone) {
-    const std::string rest = matcher.flush();
-    if (!rest.empty()) emit(rest);
+    if (more && shutting_down_ && now_ns() > deadline_ns_) {
+      const std::string rest = run.stop(FinishReason::Cut);
+      if (!rest.empty()) emit(rest);
+      std::fprintf(stderr, "runnel serve: --shutdown-timeout cut a generation after %d tokens\n",
+                   run.stats().n_generated);
+      break;
+    }
   }
 
+  const GenerationStats& stats = run.stats();
   Outcome out;
-  out.usage.prompt_tokens = static_cast<int>(prompt.size());
-  out.usage.cached_tokens = static_cast<int>(keep);
+  out.usage.prompt_tokens = run.n_prompt();
+  out.usage.cached_tokens = run.n_cached();
   out.usage.completion_tokens = stats.n_generated;
-  const bool hit_limit = stats.stop == StopReason::MaxTokens || stats.stop == StopReason::ContextFull;
-  out.finish_reason = hit_limit && !matcher.stopped() ? "length" : "stop";
+  out.finish_reason = openai_finish_reason(run.finish_reason());
   {
     std::lock_guard<std::mutex> lock(metrics_mutex_);
     prompt_tokens_ += prompt.size();
-    cached_tokens_ += keep;
+    cached_tokens_ += run.n_cached();
     generated_tokens_ += stats.n_generated;
     prompt_seconds_ += stats.prompt_ms / 1000;
     generation_seconds_ += stats.gen_ms / 1000;
     if (stats.n_generated > 1) last_gen_tokens_per_s_ = stats.gen_tokens_per_s();
   }
+  note_usage(out.usage, out.finish_reason);
   return out;
 }
 
@@ -327,47 +348,26 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
   std::shared_ptr<Lease> lease;
   std::vector<TokenId> prompt;
   GenerationRequest request;
-  int max_tokens = 0;
+  RequestOptions options;
   try {
     request = parse_generation_request(req.body, chat, engine_->config().n_vocab);
     check_model_name(request.model);
-    const Tokenizer& tok = engine_->tokenizer();
-    if (chat) {
-      std::string text;
-      try {
-        text = chat_template_.apply(request.messages, true);
-      } catch (const ChatTemplateError& e) {
-        throw ApiError(400, std::string("the model's chat template refused the messages: ") + e.what(), "messages",
-                       "invalid_value");
-      }
-      // The template may write BOS itself; do not add a second one.
-      const std::string& bos = chat_template_.bos_token();
-      const bool has_bos = !bos.empty() && text.rfind(bos, 0) == 0;
-      prompt = tok.encode(text, !has_bos, true);
-    } else {
-      prompt = tok.encode(request.prompt, true, true);
-    }
+    prompt = prompt_format_.tokens(chat ? PromptInput::from_messages(request.messages)
+                                        : PromptInput::from_text(request.prompt));
     const int n_ctx = engine_->n_ctx();
-    const int n_prompt = static_cast<int>(prompt.size());
-    if (n_prompt == 0) throw ApiError(400, "the prompt is empty after tokenization", chat ? "messages" : "prompt");
-    if (n_prompt >= n_ctx) {
-      throw ApiError(400,
-                     "the prompt is " + std::to_string(n_prompt) + " tokens but the context is " +
-                         std::to_string(n_ctx) + " (leave room for at least one generated token)",
-                     chat ? "messages" : "prompt", "context_length_exceeded");
-    }
-    const bool shifts = engine_->options().n_keep >= 0;  // --keep: the context shifts when full
-    if (request.max_tokens && !shifts && n_prompt + *request.max_tokens > n_ctx) {
-      throw ApiError(400,
-                     "prompt (" + std::to_string(n_prompt) + " tokens) + max_tokens (" +
-                         std::to_string(*request.max_tokens) + ") exceeds the context (" + std::to_string(n_ctx) + ")",
-                     "max_tokens", "context_length_exceeded");
-    }
-    max_tokens = request.max_tokens ? *request.max_tokens : n_ctx - n_prompt;
-    request.sampler.validate();
+    options.sampler = request.sampler;
+    options.stop = request.stop;
+    options.max_tokens = request.max_tokens ? *request.max_tokens : -1;
+    // Refused before queueing for a slot; absent max_tokens: up to a full context,
+    // also where the context shifts (--keep).
+    check_request_fits(static_cast<int>(prompt.size()), options, n_ctx, engine_->options().n_keep >= 0);
+    if (!request.max_tokens) options.max_tokens = n_ctx - static_cast<int>(prompt.size());
     lease = acquire_slot(prompt);
   } catch (const ApiError& e) {
     send_error(res, e);
+    return;
+  } catch (const RequestError& e) {
+    send_error(res, api_error(e, chat));
     return;
   } catch (const std::invalid_argument& e) {
     send_error(res, ApiError(400, e.what()));
@@ -396,13 +396,13 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, lease, prompt, request, max_tokens, chunk, id, created, model, object, chat](
+        [this, lease, prompt, request, options, chunk, id, created, model, object, chat](
             size_t, httplib::DataSink& sink) {
           const auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
           bool ok = write(sse(chunk(chat ? "" : (request.echo ? request.prompt : ""), nullptr, true)));
           Outcome out;
           if (ok) {
-            out = generate(lease->index(), prompt, request, max_tokens,
+            out = generate(lease->index(), prompt, options,
                            [&](const std::string& text) { return write(sse(chunk(text, nullptr, false))); });
             ok = write(sse(chunk("", out.finish_reason, false)));
             if (ok && request.include_usage) {
@@ -426,10 +426,10 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
   // generation cancelled instead of running to max_tokens.
   res.set_chunked_content_provider(
       "application/json",
-      [this, lease, prompt, request, max_tokens, id, created, model, chat](size_t, httplib::DataSink& sink) {
+      [this, lease, prompt, request, options, id, created, model, chat](size_t, httplib::DataSink& sink) {
         std::string text = request.echo ? request.prompt : "";
         int n_pieces = 0;
-        const Outcome out = generate(lease->index(), prompt, request, max_tokens, [&](const std::string& piece) {
+        const Outcome out = generate(lease->index(), prompt, options, [&](const std::string& piece) {
           text += piece;
           return ++n_pieces % 8 != 0 || sink.write(" ", 1);
         });
@@ -470,6 +470,7 @@ void Server::handle_embeddings(const httplib::Request& req, httplib::Response& r
       }
       n_tokens += n;
     }
+    note_usage({n_tokens, 0, 0}, "");
     json data = json::array();
     {
       std::lock_guard<std::mutex> compute(compute_mutex_);
@@ -492,6 +493,68 @@ void Server::handle_embeddings(const httplib::Request& req, httplib::Response& r
   } catch (const std::invalid_argument& e) {
     send_error(res, ApiError(400, e.what()));
   }
+}
+
+// Strict unless --lenient: a request for what this server does not implement (tools,
+// JSON mode, logprobs) gets a 400 naming the field rather than a reply that silently
+// lacks it. Returns whether the handler should go on.
+bool Server::admit_fields(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
+  // A body that is not a JSON object is left to the handler, which refuses it with its
+  // own message.
+  const json body = json::parse(req.body, nullptr, false);
+  const std::vector<std::string> fields = unsupported_fields(body, endpoint);
+  if (fields.empty()) return true;
+  if (!options_.lenient) {
+    send_error(res, unsupported_field_error(fields.front()));
+    return false;
+  }
+  if (options_.access_log) {
+    std::string names;
+    for (const std::string& f : fields) names += (names.empty() ? "" : ", ") + f;
+    std::fprintf(stderr, "runnel serve: warning: %s %s: ignoring unsupported %s (--lenient)\n", req.method.c_str(),
+                 req.path.c_str(), names.c_str());
+  }
+  return true;
+}
+
+void Server::begin_request_log() {
+  if (!options_.access_log) return;
+  std::lock_guard<std::mutex> lock(log_mutex_);
+  request_logs_[std::this_thread::get_id()] = RequestLog{now_ns(), ""};
+}
+
+void Server::note_usage(const Usage& usage, const std::string& finish_reason) {
+  if (!options_.access_log) return;
+  std::string tokens = " prompt=" + std::to_string(usage.prompt_tokens);
+  if (!finish_reason.empty()) {
+    tokens += " completion=" + std::to_string(usage.completion_tokens) + " finish=" + finish_reason;
+  }
+  std::lock_guard<std::mutex> lock(log_mutex_);
+  request_logs_[std::this_thread::get_id()].tokens = std::move(tokens);
+}
+
+// Called by httplib after the response's last byte (streams included), once per request.
+void Server::log_request(const httplib::Request& req, const httplib::Response& res) {
+  if (!options_.access_log) return;
+  RequestLog entry;
+  {
+    std::lock_guard<std::mutex> lock(log_mutex_);
+    const auto it = request_logs_.find(std::this_thread::get_id());
+    if (it != request_logs_.end()) {
+      entry = std::move(it->second);
+      request_logs_.erase(it);
+    }
+  }
+  // The path is percent-decoded: control characters would forge log lines.
+  std::string path = req.path;
+  for (char& c : path) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  // No start time: httplib refused the request before routing (a malformed request line).
+  const std::string ms =
+      entry.start_ns > 0 ? " " + std::to_string((now_ns() - entry.start_ns + 500000) / 1000000) + "ms" : "";
+  std::fprintf(stderr, "%s %s %d%s%s\n", req.method.empty() ? "-" : req.method.c_str(), path.c_str(), res.status,
+               entry.tokens.c_str(), ms.c_str());
 }
 
 void Server::count_request(const std::string& path, int status) {

@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/chat/chat_template.h"
@@ -47,6 +48,11 @@ struct ServerOptions {
   size_t max_body_bytes = 8u << 20;
   double shutdown_deadline_s = 10;
   std::string session_path;  // slot 0's conversation: restored at start, saved at stop
+  // Requests with fields we do not implement (tools, response_format, logprobs, ...):
+  // false: 400 naming the field; true: served without them, with a warning line.
+  bool lenient = false;
+  // One line per request on stderr: method, path, status, tokens, milliseconds.
+  bool access_log = true;
 };
 
 class Server {
@@ -73,13 +79,17 @@ class Server {
   };
 
   void install_routes();
+  bool admit_fields(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
+  void begin_request_log();
+  void note_usage(const Usage& usage, const std::string& finish_reason);
+  void log_request(const httplib::Request& req, const httplib::Response& res);
   bool authorized(const httplib::Request& req) const;
   void handle_generation(const httplib::Request& req, httplib::Response& res, bool chat);
   void handle_embeddings(const httplib::Request& req, httplib::Response& res);
   std::shared_ptr<Lease> acquire_slot(const std::vector<TokenId>& prompt);
   void release_slot(int index);
-  Outcome generate(int slot, const std::vector<TokenId>& prompt, const GenerationRequest& request,
-                   int max_tokens, const std::function<bool(const std::string&)>& emit);
+  Outcome generate(int slot, const std::vector<TokenId>& prompt, const RequestOptions& options,
+                   const std::function<bool(const std::string&)>& emit);
   void check_model_name(const std::string& model) const;
   std::string metrics_text();
   void count_request(const std::string& path, int status);
@@ -87,7 +97,7 @@ class Server {
 
   std::unique_ptr<Engine> engine_;
   ServerOptions options_;
-  ChatTemplate chat_template_;
+  PromptFormat prompt_format_;  // chat template and BOS policy
   std::unique_ptr<httplib::Server> http_;
 
   std::mutex slots_mutex_;  // slots_[i].busy, waiting_, shutting_down_
@@ -99,6 +109,7 @@ class Server {
   std::unique_ptr<Session> embed_session_;
 
   std::atomic<bool> shutting_down_{false};
+  std::atomic<bool> bound_{false}, listen_ended_{false};  // run()'s progress, for stop()
   std::atomic<int64_t> deadline_ns_{0};  // steady-clock time after which generations stop
   uint64_t fingerprint_ = 0;              // of the model, for session files
 
@@ -107,6 +118,16 @@ class Server {
   uint64_t prompt_tokens_ = 0, cached_tokens_ = 0, generated_tokens_ = 0;
   double prompt_seconds_ = 0, generation_seconds_ = 0;
   double last_gen_tokens_per_s_ = 0;
+
+  // The access log's view of the request each connection thread is serving: httplib
+  // runs a request's handler, its content provider (where streams generate) and the
+  // logger on one thread, and calls the logger once the body has been sent.
+  struct RequestLog {
+    int64_t start_ns = 0;
+    std::string tokens;  // " prompt=25 completion=8 finish=stop"; empty: no tokens
+  };
+  std::mutex log_mutex_;
+  std::map<std::thread::id, RequestLog> request_logs_;
 };
 
 }  // namespace runnel::server

@@ -3,19 +3,25 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <sstream>
 
 #include "core/model/config.h"
 #include "core/runtime/engine.h"
 #include "core/runtime/memory_plan.h"
 #include "kernels/kernels.h"
+#include "native/cli/load_progress.h"
+#include "native/cli/model_loader.h"
+#include "native/cpu_topology.h"
 #include "native/mmap_store.h"
+#include "native/version.h"
 #include "tests/core/model/tiny_model.h"
 #include "tests/test_isa.h"
 
@@ -46,10 +52,11 @@ struct CliResult {
   std::string out, err;
 };
 
-// Runs `[env] runnel args` through the shell; args are written by the tests.
-CliResult runnel_cli(const ScratchDir& dir, const std::string& args, const std::string& env = "") {
+// Runs `[env] runnel args <stdin_file` through the shell; args are written by the tests.
+CliResult runnel_cli(const ScratchDir& dir, const std::string& args, const std::string& env = "",
+                     const std::string& stdin_file = "/dev/null") {
   const std::string out = dir.file("out.txt"), err = dir.file("err.txt");
-  const std::string cmd = env + " '" + std::string(RUNNEL_BINARY) + "' " + args + " </dev/null >'" +
+  const std::string cmd = env + " '" + std::string(RUNNEL_BINARY) + "' " + args + " <'" + stdin_file + "' >'" +
                           out + "' 2>'" + err + "'";
   const int raw = std::system(cmd.c_str());
   CliResult r;
@@ -95,6 +102,40 @@ std::string expected_ids(const std::string& vocab, const std::string& text) {
 }
 
 const std::string kGpt2Vocab = std::string(RUNNEL_TEST_DATA) + "/tokenizer/ggml-vocab-gpt-2.gguf";
+
+// Every input of a vector file and its line of reference ids (leading space trimmed).
+std::vector<std::pair<std::string, std::string>> vector_cases(const std::string& vocab) {
+  const std::string inp = read_all(vocab + ".inp");
+  std::istringstream out(read_all(vocab + ".out"));
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  std::vector<std::pair<std::string, std::string>> cases;
+  for (size_t start = 0, end; (end = inp.find(sep, start)) != std::string::npos;
+       start = end + sep.size()) {
+    std::string ids;
+    REQUIRE(std::getline(out, ids));
+    ids.erase(0, ids.find_first_not_of(' '));
+    cases.emplace_back(inp.substr(start, end - start), ids);
+  }
+  return cases;
+}
+
+// The tiny model on disk, for commands that load one.
+std::string write_tiny_model(const ScratchDir& dir) {
+  const test::TinyModel m = test::build_tiny_model({});
+  const std::string model = dir.file("tiny.gguf");
+  std::ofstream f(model, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(m.bytes.data()), m.bytes.size());
+  return model;
+}
+
+// A tiny Q4_K_M model from synth-model: its matrices are repacked where the kernels can.
+std::string write_synth_model(const ScratchDir& dir) {
+  const std::string model = dir.file("synth.gguf");
+  const CliResult r = runnel_cli(dir, "synth-model --shape tiny --type q4_k_m --tokenizer-from '" +
+                                          kGpt2Vocab + "' -o '" + model + "'");
+  REQUIRE(r.status == 0);
+  return model;
+}
 
 }  // namespace
 
@@ -225,6 +266,69 @@ TEST_CASE("run streams greedy text, prints figures and dumps the first logits", 
   CHECK(quiet.out == text + "\n");
 }
 
+TEST_CASE("run takes the prompt from -p, -p - (stdin) or -f, as text or as a chat", "[cli]") {
+  ScratchDir dir;
+  test::TinySpec spec;
+  spec.n_ctx_train = 256;  // ChatML markup is a letter a token in the tiny vocabulary
+  const test::TinyModel m = test::build_tiny_model(spec);
+  const std::string model = dir.file("tiny.gguf");
+  {
+    std::ofstream f(model, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(m.bytes.data()), m.bytes.size());
+  }
+  const std::string prompt_file = dir.file("prompt.txt");
+  {
+    std::ofstream f(prompt_file, std::ios::binary);
+    f << "a b c";
+  }
+  const std::string run = "run -m '" + model + "' -n 6 --temp 0 -t 1 ";
+  const CliResult given = runnel_cli(dir, run + "-p 'a b c'");
+  REQUIRE(given.status == 0);
+  const CliResult from_file = runnel_cli(dir, run + "-f '" + prompt_file + "'");
+  CHECK(from_file.out == given.out);
+  const CliResult from_stdin = runnel_cli(dir, run + "-p -", "", prompt_file);
+  CHECK(from_stdin.out == given.out);
+  check_usage_error(dir, run + "-p x -f '" + prompt_file + "'", "-p / -f: give the prompt with exactly one of them");
+  check_usage_error(dir, run + "-f '" + dir.file("absent.txt") + "'",
+                    "-f: cannot read '" + dir.file("absent.txt") + "'");
+  check_usage_error(dir, run + "-p x --system y", "--system: only with --chat");
+
+  // --chat: the reply to the rendered template (the tiny model has none: ChatML), alone.
+  const CliResult chat = runnel_cli(dir, run + "--chat --system 'be brief' -p 'a b'");
+  INFO(chat.err);
+  REQUIRE(chat.status == 0);
+  const CliResult templated = runnel_cli(dir, run + "--no-display-prompt -p $'<|im_start|>system\\nbe brief"
+                                                    "<|im_end|>\\n<|im_start|>user\\na b<|im_end|>\\n"
+                                                    "<|im_start|>assistant\\n'");
+  REQUIRE(templated.status == 0);
+  CHECK(chat.out == templated.out);
+  CHECK(chat.out.find("im_start") == std::string::npos);
+}
+
+TEST_CASE("run without --seed picks a random seed and prints it; --seed repeats a run", "[cli]") {
+  ScratchDir dir;
+  const test::TinyModel m = test::build_tiny_model({});
+  const std::string model = dir.file("tiny.gguf");
+  {
+    std::ofstream f(model, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(m.bytes.data()), m.bytes.size());
+  }
+  const std::string run = "run -m '" + model + "' -p 'a b c' -n 24 --temp 1.5 --top-k 0 --top-p 1 --min-p 0 -t 1";
+  const auto seed_of = [](const std::string& err) {
+    const size_t at = err.find(", seed ");
+    REQUIRE(at != std::string::npos);
+    return std::stoull(err.substr(at + 7));
+  };
+  const CliResult a = runnel_cli(dir, run), b = runnel_cli(dir, run);
+  REQUIRE(a.status == 0);
+  REQUIRE(b.status == 0);
+  const uint64_t seed_a = seed_of(a.err), seed_b = seed_of(b.err);
+  CHECK(seed_a != seed_b);  // 2^-32 to fail by chance
+  const CliResult again = runnel_cli(dir, run + " --seed " + std::to_string(seed_a));
+  CHECK(seed_of(again.err) == seed_a);
+  CHECK(again.out == a.out);
+}
+
 TEST_CASE("run refuses requests beyond the context before starting", "[cli]") {
   ScratchDir dir;
   const test::TinyModel m = test::build_tiny_model({});
@@ -261,7 +365,7 @@ TEST_CASE("run refuses requests beyond the context before starting", "[cli]") {
                         "--dry-run)");
   check_usage_error(dir, "run -m '" + model + "' -p x --kv-type q3", "--kv-type: KV cache type 'q3' is not one of f16, q8_0, q4_0");
   check_usage_error(dir, "run -m '" + model + "' -p 'a b c d e f g h i' -c 8 -n 1",
-                    "prompt is 10 tokens but the context is 8");
+                    "the prompt is 10 tokens but the context is 8 (leave room for at least one generated token)");
   const CliResult isa = runnel_cli(dir, "run -m '" + model + "' -p hi", "RUNNEL_ISA=bogus");
   CHECK(isa.status == 1);
   CHECK(isa.err == "runnel: error: RUNNEL_ISA: unknown or unsupported ISA 'bogus'\n");
@@ -312,6 +416,204 @@ TEST_CASE("cli: synth-model writes a loadable model; bench measures it", "[cli]"
   CHECK_THAT(cpu.out, Catch::Contains("physical cores") && Catch::Contains("kernels: ref (forced by RUNNEL_ISA)"));
   check_usage_error(dir, "synth-model --shape llama-70b --type q8_0 --tokenizer-from x -o y",
                     "--shape: expected llama-1b, llama-8b or tiny, got 'llama-70b'");
+}
+
+TEST_CASE("--version and inspect print the version and the git commit", "[cli]") {
+  ScratchDir dir;
+  const std::string version = version_string();
+  CHECK(std::regex_match(version,
+                         std::regex(R"(runnel \d+\.\d+\.\d+ \(commit ([0-9a-f]{7,}|unknown)\))")));
+  for (const std::string args : {"--version", "version"}) {
+    INFO("runnel " << args);
+    const CliResult r = runnel_cli(dir, args);
+    CHECK(r.status == 0);
+    CHECK(r.out == version + "\n");
+    CHECK(r.err.empty());
+  }
+  check_usage_error(dir, "version extra", "unexpected argument 'extra'");
+  // Built from a git checkout, the commit is one of its commits (HEAD may have moved on).
+  const std::string src = std::string(RUNNEL_TEST_DATA) + "/../..";
+  if (std::system(("git -C '" + src + "' rev-parse --git-dir >/dev/null 2>&1").c_str()) == 0) {
+    CHECK(git_commit() != "unknown");
+    const std::string exists =
+        "git -C '" + src + "' cat-file -e '" + std::string(git_commit()) + "^{commit}'";
+    CHECK(std::system(exists.c_str()) == 0);
+  }
+  const CliResult v = runnel_cli(dir, "inspect '" + kGpt2Vocab + "'");
+  CHECK(v.status == 0);
+  CHECK(v.out.rfind(version + "\nfile: ", 0) == 0);
+  const CliResult cpu = runnel_cli(dir, "inspect --cpu");
+  CHECK(cpu.out.rfind(version + "\ncpu: ", 0) == 0);
+}
+
+TEST_CASE("-t above the logical CPUs is clamped to them with a warning", "[cli]") {
+  ScratchDir dir;
+  const int n_cpus = logical_cpu_count();
+  const std::string n = std::to_string(n_cpus);
+  const std::string warning = "runnel: warning: -t 1000 is more than the " + n + " logical CPU" +
+                              (n_cpus == 1 ? "" : "s") + "; using " + n + "\n";
+  const std::string model = write_tiny_model(dir);
+  const CliResult r = runnel_cli(dir, "run -m '" + model + "' -p 'a b' -n 2 --temp 0 -t 1000");
+  INFO(r.err);
+  CHECK(r.status == 0);
+  CHECK(r.err.rfind(warning, 0) == 0);
+  CHECK_THAT(r.err, Catch::Contains(std::string("(").append(n).append(" thread")));
+  // bench resolves its list once: one warning, and the table shows the count used.
+  const CliResult b = runnel_cli(dir, "bench -m '" + model + "' -p 4 -n 2 -r 1 -t 1000");
+  INFO(b.err);
+  CHECK(b.status == 0);
+  CHECK(b.err == warning);
+  CHECK_THAT(b.out, Catch::Contains("| " + n + " | pp4 |"));
+  // Within the CPUs nothing is said.
+  const CliResult one = runnel_cli(dir, "bench -m '" + model + "' -p 4 -n 0 -r 1 -t 1");
+  CHECK(one.status == 0);
+  CHECK(one.err.empty());
+}
+
+TEST_CASE("tokenize --no-bos adds no special token: every bert-bge vector through the CLI",
+          "[cli]") {
+  ScratchDir dir;
+  const std::string vocab = std::string(RUNNEL_TEST_DATA) + "/tokenizer/ggml-vocab-bert-bge.gguf";
+  const auto cases = vector_cases(vocab);
+  REQUIRE(cases.size() == 46);
+  const std::string input = dir.file("input.txt");
+  for (const auto& [text, ids] : cases) {
+    {
+      std::ofstream f(input, std::ios::binary);
+      f << text;
+    }
+    INFO("input: '" << text << "'");
+    const CliResult r =
+        runnel_cli(dir, "tokenize -m '" + vocab + "' -f '" + input + "' --ids --no-bos");
+    CHECK(r.status == 0);
+    CHECK(r.out == ids + "\n");
+  }
+  // Without --no-bos the model's own [CLS] ... [SEP] frame the ids.
+  const CliResult framed = runnel_cli(dir, "tokenize -m '" + vocab + "' -p 'Hello world' --ids");
+  CHECK(framed.out == "101 7592 2088 102\n");
+}
+
+TEST_CASE("bench prints no table header before an error", "[cli]") {
+  ScratchDir dir;
+  const std::string model = write_tiny_model(dir);
+  const std::string missing = dir.file("missing.gguf");
+  const std::string not_found = "cannot open " + missing + ": No such file or directory";
+  check_usage_error(dir, "bench -m '" + missing + "' -p 4 -n 2 -r 1", not_found);
+  // A bad file after a good one fails before the good one is measured.
+  check_usage_error(dir, "bench -m '" + model + "," + missing + "' -p 4 -n 2 -r 1", not_found);
+  check_usage_error(dir, "bench -m '" + model + "' -p x", "-p: expected an integer, got 'x'");
+  check_usage_error(dir, "bench -m '" + model + "' -t 0", "-t: thread counts must be >= 1");
+  check_usage_error(dir, "bench -m '" + model + "' -p 4 -n 2 -r 1 --kv-type q3",
+                    "--kv-type: KV cache type 'q3' is not one of f16, q8_0, q4_0");
+}
+
+TEST_CASE("--help indents an option's continuation lines under its first", "[cli]") {
+  ScratchDir dir;
+  for (const std::string command :
+       {"run", "serve", "bench", "tokenize", "inspect", "synth-model", "version"}) {
+    INFO("runnel " << command << " --help");
+    const CliResult r = runnel_cli(dir, command + " --help");
+    REQUIRE(r.status == 0);
+    const size_t options = r.out.find("\noptions:\n");
+    REQUIRE(options != std::string::npos);
+    std::istringstream lines(r.out.substr(options + 10));
+    std::string line;
+    while (std::getline(lines, line)) {
+      INFO(line);
+      CHECK((line.rfind("  -", 0) == 0 || line.rfind("      ", 0) == 0));
+    }
+  }
+  // run's --keep has a two-line description: both lines under the option.
+  const CliResult run = runnel_cli(dir, "run --help");
+  const size_t keep = run.out.find("\n  --keep N\n");
+  REQUIRE(keep != std::string::npos);
+  std::istringstream after(run.out.substr(keep + 12));
+  std::string first, second;
+  std::getline(after, first);
+  std::getline(after, second);
+  CHECK(first.rfind("      ", 0) == 0);
+  CHECK(second.rfind("      ", 0) == 0);
+  CHECK(second.rfind("  -", 0) != 0);
+}
+
+TEST_CASE("bench names a model by its file name, not general.name", "[cli]") {
+  ScratchDir dir;
+  const std::string model = write_synth_model(dir);
+  CHECK(MmapStore::open(model)->model().metadata.find_string("general.name") ==
+        "synthetic tiny q4_k_m");
+  const CliResult md = runnel_cli(dir, "bench -m '" + model + "' -p 8 -n 0 -r 1 -t 1");
+  REQUIRE(md.status == 0);
+  CHECK_THAT(md.out, Catch::Contains("\n| synth | ") && !Catch::Contains("synthetic"));
+}
+
+TEST_CASE("LoadProgress draws one line in place and ends it", "[cli]") {
+  ScratchDir dir;
+  const std::string path = dir.file("progress.txt");
+  const auto drawn = [&](uint64_t total, bool enabled, bool finish) {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    REQUIRE(f != nullptr);
+    {
+      cli::LoadProgress p(f, "m.gguf", total, enabled);
+      p.update(0);
+      p.update(total / 2);  // within 100 ms of the first: not drawn
+      if (finish) p.finish();
+    }
+    std::fclose(f);
+    return read_all(path);
+  };
+  const std::string full = drawn(uint64_t{3} << 20, true, true);
+  CHECK(full.rfind("\rloading m.gguf:   0% (0.0 MiB of 3.0 MiB, 0 MiB/s)\rloading m.gguf: 100% "
+                   "(3.0 MiB of 3.0 MiB, ",
+                   0) == 0);
+  CHECK(full.size() - full.rfind("MiB/s)\n") == 7);  // ends the line once
+  CHECK(std::count(full.begin(), full.end(), '\n') == 1);
+  // An error mid-load (no finish) still leaves the cursor on a fresh line.
+  const std::string cut = drawn(uint64_t{3} << 20, true, false);
+  CHECK(cut == "\rloading m.gguf:   0% (0.0 MiB of 3.0 MiB, 0 MiB/s)\n");
+  CHECK(drawn(uint64_t{3} << 20, false, true).empty());  // not a terminal
+  CHECK(drawn(0, true, true).empty());                   // nothing to read
+}
+
+TEST_CASE("load progress counts the bytes repacked, up to the loader's total", "[cli]") {
+  ScratchDir dir;
+  const std::string model = write_synth_model(dir);
+  select_kernels_like_cli();
+  std::unique_ptr<MmapStore> store = MmapStore::open(model);
+  const uint64_t total = cli::load_repack_bytes(*store);
+  if (kernels().of(GgmlType::Q4_K).repack_x8 != nullptr) CHECK(total > 0);
+  uint64_t last = 0;
+  int n_calls = 0;
+  MmapStore& s = *store;
+  s.on_load_progress([&](uint64_t done) {
+    CHECK(done > last);
+    last = done;
+    ++n_calls;
+  });
+  const std::unique_ptr<Engine> engine = Engine::load(std::move(store));
+  s.on_load_progress(nullptr);
+  REQUIRE(test::select_process_isa());
+  CHECK(last == total);
+  CHECK((total == 0) == (n_calls == 0));
+
+  // Not on a terminal (the tests' stderr is a file): no progress line at all.
+  const CliResult piped = runnel_cli(dir, "run -m '" + model + "' -p hi -n 1 --temp 0");
+  CHECK(piped.status == 0);
+  CHECK_THAT(piped.err, !Catch::Contains("loading "));
+  // On a terminal (script(1) gives the child a pty for stderr): the line, ended.
+  if (total == 0) return;
+  if (std::system("script -qec true /dev/null </dev/null >/dev/null 2>&1") != 0) {
+    WARN("no script(1) or no pseudo-terminals here: the terminal case is not checked");
+    return;
+  }
+  const std::string tty_err = dir.file("tty.txt");
+  const std::string cmd = "script -qec \"'" + std::string(RUNNEL_BINARY) + "' run -m '" + model +
+                          "' -p hi -n 1 --temp 0 >/dev/null\" /dev/null >'" + tty_err +
+                          "' </dev/null";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  const std::string shown = read_all(tty_err);
+  INFO(shown);
+  CHECK_THAT(shown, Catch::Contains("\rloading synth.gguf: ") && Catch::Contains("100% (") &&
+                        Catch::Contains(" MiB/s)\r\n"));
 }
 
 }  // namespace runnel

@@ -130,6 +130,44 @@ TEST_CASE("server api: bad requests are 400s naming the field", "[server]") {
   }
 }
 
+TEST_CASE("server api: fields that change the reply but are not implemented are named", "[server]") {
+  const auto fields = [](const char* body, Endpoint endpoint = Endpoint::ChatCompletions) {
+    return unsupported_fields(json::parse(body), endpoint);
+  };
+  using V = std::vector<std::string>;
+  // Each asks for a different reply than the one we would send.
+  CHECK(fields(R"({"tools": [{"type": "function", "function": {"name": "f"}}]})") == V{"tools"});
+  CHECK(fields(R"({"tool_choice": "required"})") == V{"tool_choice"});
+  CHECK(fields(R"({"functions": [{"name": "f"}], "function_call": {"name": "f"}})") == V{"functions", "function_call"});
+  CHECK(fields(R"({"response_format": {"type": "json_object"}})") == V{"response_format"});
+  CHECK(fields(R"({"response_format": {"type": "json_schema", "json_schema": {}}})") == V{"response_format"});
+  CHECK(fields(R"({"logprobs": true, "top_logprobs": 3})") == V{"logprobs", "top_logprobs"});
+  CHECK(fields(R"({"grammar": "root ::= x", "json_schema": {}})") == V{"json_schema", "grammar"});
+  CHECK(fields(R"({"modalities": ["text", "audio"], "audio": {"voice": "x"}})") == V{"audio", "modalities"});
+  CHECK(fields(R"({"web_search_options": {}})") == V{"web_search_options"});
+  CHECK(fields(R"({"logprobs": 0, "suffix": "end", "best_of": 2})", Endpoint::Completions) ==
+        V{"suffix", "logprobs", "best_of"});
+  CHECK(fields(R"({"input": "x", "dimensions": 64})", Endpoint::Embeddings) == V{"dimensions"});
+  // Values that ask for nothing, and fields that are safe to ignore, pass.
+  CHECK(fields(R"({"tools": [], "tool_choice": "none", "functions": [], "function_call": "auto",
+                   "response_format": {"type": "text"}, "logprobs": false, "top_logprobs": 0, "modalities": ["text"],
+                   "parallel_tool_calls": false, "user": "u", "metadata": {"k": "v"}, "store": false,
+                   "service_tier": "auto", "prediction": {"type": "content", "content": "x"}, "grammar": null})")
+            .empty());
+  CHECK(fields(R"({"suffix": "", "best_of": 1, "echo": true})", Endpoint::Completions).empty());
+  // Each endpoint has its own list: chat's logprobs is a boolean, "suffix" is completions' only.
+  CHECK(fields(R"({"logprobs": false})", Endpoint::Completions) == V{"logprobs"});
+  CHECK(fields(R"({"suffix": "x", "dimensions": 3})").empty());
+  CHECK(fields("[1]").empty());  // not an object: parse_generation_request refuses it
+
+  const ApiError e = unsupported_field_error("response_format");
+  CHECK(e.status == 400);
+  CHECK(e.param == "response_format");
+  CHECK(e.code == "unsupported_parameter");
+  CHECK_THAT(e.what(), Catch::Contains("'response_format' is not supported") && Catch::Contains("JSON mode") &&
+                           Catch::Contains("--lenient"));
+}
+
 TEST_CASE("server api: embeddings input", "[server]") {
   CHECK(parse_embedding_request(R"({"input": "a"})").inputs == std::vector<std::string>{"a"});
   CHECK(parse_embedding_request(R"({"input": ["a", "b"], "model": "m"})").inputs.size() == 2);
@@ -141,46 +179,6 @@ TEST_CASE("server api: embeddings input", "[server]") {
   // 1.0f = 00 00 80 3f, -2.0f = 00 00 00 c0 (little-endian)
   CHECK(base64_floats({1.0f}) == "AACAPw==");
   CHECK(base64_floats({1.0f, -2.0f}) == "AACAPwAAAMA=");
-}
-
-TEST_CASE("server api: stop strings are never emitted, even split across pieces", "[server]") {
-  SECTION("split over three pieces") {
-    StopMatcher m({"</end>"});
-    std::string out = m.push("Hello </");
-    CHECK(out == "Hello ");
-    out += m.push("en");
-    CHECK(!m.stopped());
-    out += m.push("d> more");
-    CHECK(m.stopped());
-    CHECK(out == "Hello ");
-    CHECK(m.push("after") == "");
-    CHECK(m.flush() == "");
-  }
-  SECTION("a false start is released") {
-    StopMatcher m({"STOP"});
-    std::string out = m.push("ST");
-    CHECK(out.empty());
-    out += m.push("AR");
-    CHECK(out == "STAR");
-    out += m.push("T");
-    CHECK(out == "START");
-    CHECK(m.flush() == "");
-  }
-  SECTION("held-back text comes out at the end") {
-    StopMatcher m({"abc"});
-    CHECK(m.push("xab") == "x");
-    CHECK(m.flush() == "ab");
-  }
-  SECTION("the earliest of several stops wins") {
-    StopMatcher m({"bb", "a"});
-    CHECK(m.push("xbbya") == "x");
-    CHECK(m.stopped());
-  }
-  SECTION("no stops: everything passes") {
-    StopMatcher m({});
-    CHECK(m.push("abc") == "abc");
-    CHECK(m.flush() == "");
-  }
 }
 
 TEST_CASE("server api: usage and error bodies", "[server]") {

@@ -2,7 +2,6 @@
 // It runs wherever the wasm runs: in-process in Node, inside the Web Worker in the
 // browser (wasm/js/worker.js). Model bytes reach the wasm through readers, objects
 // with { size, name, read(offset, view) -> bytes read }, called synchronously.
-import { StopMatcher } from './stop.js';
 
 const isNode = typeof process === 'object' && typeof process.versions?.node === 'string';
 
@@ -203,11 +202,8 @@ export class Engine {
   // message); `yieldNow()` lets the event loop run between tokens. Returns the stats
   // through onDone.
   async *generate(session, request, { shouldStop = () => false, yieldNow, onDone } = {}) {
-    const params = { ...(request.params ?? {}) };
-    const stops = params.stop == null ? [] : [].concat(params.stop);
-    delete params.stop;
-    this.call('generate_start', [session, JSON.stringify({ ...request, params })]);
-    const matcher = new StopMatcher(stops);
+    // Stop strings are matched in the engine (core/runtime/request.h), as natively.
+    this.call('generate_start', [session, JSON.stringify(request)]);
     let stats = null;
     try {
       while (true) {
@@ -217,17 +213,9 @@ export class Engine {
           break;
         }
         const r = this.call('generate_step', [session], { json: true });
-        const text = matcher.push(r.piece);
+        if (r.piece) yield r.piece;
         if (r.done) {
           stats = r.stats;
-          const rest = text + matcher.flush();
-          if (rest) yield rest;
-          break;
-        }
-        if (text) yield text;
-        if (matcher.stopped) {
-          stats = this.call('generate_stop', [session], { json: true }).stats;
-          stats.finishReason = 'stop';
           break;
         }
         if (yieldNow) await yieldNow();

@@ -19,6 +19,7 @@
 #include "core/kv/kv_cache.h"
 #include "core/runtime/engine.h"
 #include "core/runtime/memory_plan.h"
+#include "core/runtime/request.h"
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
 #include "wasm/src/js_file.h"
@@ -41,8 +42,7 @@ using json = nlohmann::json;
 struct Model {
   std::unique_ptr<Engine> engine;
   JsStore* store = nullptr;  // owned by engine
-  std::unique_ptr<ChatTemplate> chat;  // null when the model's template is unusable
-  std::string chat_error;
+  std::unique_ptr<PromptFormat> format;  // chat template and BOS policy
   MemoryPlan plan;
   uint64_t file_weight_bytes = 0;  // the tensors' bytes in the file (what a load reads)
   int n_threads = 1;
@@ -51,7 +51,7 @@ struct Model {
 struct SessionSlot {
   int model = 0;
   std::unique_ptr<Session> session;
-  std::unique_ptr<Generation> generation;
+  std::unique_ptr<RequestRun> run;
   uint64_t bytes_read_at_start = 0;
 };
 
@@ -139,11 +139,11 @@ json model_info(const Model& m) {
       {"weightsResidentBytes", m.store->resident_bytes()},
       {"bytesRead", m.store->bytes_read()},
       {"kvBytesPerSession", m.plan.kv_bytes},
-      {"chatTemplate", m.chat != nullptr},
+      {"chatTemplate", m.format->has_chat_template()},
       {"bos", m.engine->tokenizer().bos()},
       {"eos", m.engine->tokenizer().eos()},
   };
-  if (m.chat == nullptr) info["chatTemplateError"] = m.chat_error;
+  if (!m.format->has_chat_template()) info["chatTemplateError"] = m.format->chat_template_error();
   return info;
 }
 
@@ -180,38 +180,41 @@ std::vector<ChatMessage> parse_messages(const json& j) {
   return out;
 }
 
-std::string render_chat(const Model& m, const std::vector<ChatMessage>& messages) {
-  if (m.chat == nullptr) throw std::invalid_argument("this model has no usable chat template: " + m.chat_error);
-  return m.chat->apply(messages, true);
-}
-
-// The prompt of a generate request as tokens: {"tokens": [...]}, {"text": ...} or
-// {"messages": [...]} (rendered with the chat template).
-std::vector<TokenId> request_tokens(const Model& m, const json& r) {
-  const Tokenizer& tok = m.engine->tokenizer();
-  if (r.contains("tokens")) return r["tokens"].get<std::vector<TokenId>>();
-  if (r.contains("messages")) {
-    const std::string text = render_chat(m, parse_messages(r["messages"]));
-    const std::string& bos = m.chat->bos_token();
-    const bool has_bos = !bos.empty() && text.rfind(bos, 0) == 0;  // the template wrote it
-    return tok.encode(text, !has_bos, true);
-  }
+// The prompt of a generate request: {"tokens": [...]}, {"text": ..., "parseSpecial"}
+// or {"messages": [...]} (rendered with the chat template).
+PromptInput prompt_input(const json& r) {
+  if (r.contains("tokens")) return PromptInput::from_tokens(r["tokens"].get<std::vector<TokenId>>());
+  if (r.contains("messages")) return PromptInput::from_messages(parse_messages(r["messages"]));
   if (r.contains("text") && r["text"].is_string()) {
-    return tok.encode(r["text"].get<std::string>(), true, r.value("parseSpecial", true));
+    return PromptInput::from_text(r["text"].get<std::string>(), r.value("parseSpecial", true));
   }
   throw std::invalid_argument("a prompt needs text, tokens or messages");
 }
 
-json stats_json(const GenerationStats& st, const SessionSlot& slot, const Model& m) {
-  static const char* kReasons[] = {"length", "stop", "abort", "context"};
+// params.stop: a string or an array of strings.
+std::vector<std::string> stop_strings(const json& p) {
+  const auto it = p.find("stop");
+  if (it == p.end() || it->is_null()) return {};
+  if (it->is_string()) return {it->get<std::string>()};
+  if (!it->is_array()) throw std::invalid_argument("stop must be a string or an array of strings, got " + it->dump());
+  std::vector<std::string> out;
+  for (const json& s : *it) {
+    if (!s.is_string()) throw std::invalid_argument("stop must be a string or an array of strings, got " + it->dump());
+    out.push_back(s.get<std::string>());
+  }
+  return out;
+}
+
+json stats_json(const RequestRun& run, const SessionSlot& slot, const Model& m) {
+  const GenerationStats& st = run.stats();
   return {{"promptTokens", st.n_prompt},
           {"generatedTokens", st.n_generated},
           {"promptMs", st.prompt_ms},
           {"generateMs", st.gen_ms},
           {"promptTokensPerSecond", st.prompt_tokens_per_s()},
           {"generateTokensPerSecond", st.gen_tokens_per_s()},
-          {"finishReason", kReasons[static_cast<int>(st.stop)]},
-          {"cachedTokens", slot.session->position() - st.n_prompt - st.n_generated},
+          {"finishReason", finish_reason_name(run.finish_reason())},
+          {"cachedTokens", run.n_cached()},
           {"bytesRead", m.store->bytes_read() - slot.bytes_read_at_start},
           {"weightsResidentBytes", m.store->resident_bytes()}};
 }
@@ -300,12 +303,7 @@ EMSCRIPTEN_KEEPALIVE int rn_model_load(const char* request_json) {
     model->store = store.get();
     model->engine = Engine::load(std::move(store), eo);
     model->store->on_load_progress(nullptr);
-    try {
-      model->chat = std::make_unique<ChatTemplate>(
-          ChatTemplate::from_model(model->engine->store().model().metadata, model->engine->tokenizer()));
-    } catch (const std::exception& e) {
-      model->chat_error = e.what();
-    }
+    model->format = std::make_unique<PromptFormat>(*model->engine);
     const int handle = g_next_handle++;
     g_models[handle] = std::move(model);
     return handle;
@@ -346,7 +344,7 @@ EMSCRIPTEN_KEEPALIVE const char* rn_detokenize(int model, const char* ids_json, 
 EMSCRIPTEN_KEEPALIVE const char* rn_apply_chat(int model, const char* messages_json) {
   return guarded<const char*>(nullptr, [&] {
     const Model& m = model_of(model);
-    return answer(json(render_chat(m, parse_messages(json::parse(messages_json)))).dump());
+    return answer(json(m.format->render(parse_messages(json::parse(messages_json)))).dump());
   });
 }
 
@@ -370,21 +368,16 @@ EMSCRIPTEN_KEEPALIVE int rn_generate_start(int session, const char* request_json
   return guarded(0, [&] {
     SessionSlot& slot = session_of(session);
     Model& m = model_of(slot.model);
-    slot.generation.reset();
+    slot.run.reset();
     const json r = json::parse(request_json);
     const json params = r.value("params", json::object());
-    GenerateParams gp;
-    gp.max_tokens = field<int>(params, "maxTokens", 256);
-    gp.sampler = sampler_params(params);
-    const std::vector<TokenId> prompt = request_tokens(m, r);
-    if (prompt.empty()) throw std::invalid_argument("the prompt is empty");
-    Session& s = *slot.session;
-    size_t keep = 0;
-    while (keep < prompt.size() && keep < s.tokens().size() && s.tokens()[keep] == prompt[keep]) ++keep;
-    s.rewind(static_cast<int>(keep));
-    const std::vector<TokenId> suffix(prompt.begin() + static_cast<std::ptrdiff_t>(keep), prompt.end());
+    RequestOptions options;
+    options.max_tokens = field<int>(params, "maxTokens", 256);
+    options.sampler = sampler_params(params);
+    options.stop = stop_strings(params);
+    const std::vector<TokenId> prompt = m.format->tokens(prompt_input(r));
     slot.bytes_read_at_start = m.store->bytes_read();
-    slot.generation = s.start(suffix, gp);
+    slot.run = std::make_unique<RequestRun>(*slot.session, prompt, options);
     return 1;
   });
 }
@@ -393,13 +386,13 @@ EMSCRIPTEN_KEEPALIVE int rn_generate_start(int session, const char* request_json
 EMSCRIPTEN_KEEPALIVE const char* rn_generate_step(int session) {
   return guarded<const char*>(nullptr, [&] {
     SessionSlot& slot = session_of(session);
-    if (!slot.generation) throw std::invalid_argument("no generation in progress");
+    if (!slot.run) throw std::invalid_argument("no generation in progress");
     std::string piece;
-    const bool more = slot.generation->step(piece);
+    const bool more = slot.run->next(piece);
     json out = {{"piece", piece}, {"done", !more}};
     if (!more) {
-      out["stats"] = stats_json(slot.generation->stats(), slot, model_of(slot.model));
-      slot.generation.reset();
+      out["stats"] = stats_json(*slot.run, slot, model_of(slot.model));
+      slot.run.reset();
     }
     return answer(out.dump(-1, ' ', false, json::error_handler_t::replace));
   });
@@ -409,10 +402,10 @@ EMSCRIPTEN_KEEPALIVE const char* rn_generate_step(int session) {
 EMSCRIPTEN_KEEPALIVE const char* rn_generate_stop(int session) {
   return guarded<const char*>(nullptr, [&] {
     SessionSlot& slot = session_of(session);
-    if (!slot.generation) throw std::invalid_argument("no generation in progress");
-    json out = {{"piece", slot.generation->stop()}, {"done", true}};
-    out["stats"] = stats_json(slot.generation->stats(), slot, model_of(slot.model));
-    slot.generation.reset();
+    if (!slot.run) throw std::invalid_argument("no generation in progress");
+    json out = {{"piece", slot.run->stop(FinishReason::Aborted)}, {"done", true}};
+    out["stats"] = stats_json(*slot.run, slot, model_of(slot.model));
+    slot.run.reset();
     return answer(out.dump(-1, ' ', false, json::error_handler_t::replace));
   });
 }

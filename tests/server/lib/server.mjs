@@ -41,6 +41,31 @@ export function startServer(extraArgs = [], { timeoutMs = 60000 } = {}) {
   });
 }
 
+// Runs `runnel serve` with exactly `args` (after -m) to its exit, for servers that are
+// expected not to start. Resolves to { code, signal, stderr }.
+export function runServe(args, { timeoutMs = 60000 } = {}) {
+  const child = spawn(binary, ['serve', '-m', model, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => { stderr += d; });
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  return new Promise((resolve) => child.on('close', (code, signal) => {
+    clearTimeout(timer);
+    resolve({ code, signal, stderr });
+  }));
+}
+
+// Resolves once `pattern` matches the server's stderr from offset `since` on (log lines
+// come after the reply has been sent), or rejects with the stderr after timeoutMs.
+export async function waitForStderr(server, pattern, { since = 0, timeoutMs = 10000 } = {}) {
+  const t0 = Date.now();
+  for (;;) {
+    const m = server.stderr().slice(since).match(pattern);
+    if (m) return m;
+    if (Date.now() - t0 > timeoutMs) throw new Error(`no ${pattern} in stderr:\n${server.stderr()}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 export async function stopServer(server) {
   if (server.child.exitCode !== null) return server.exited;
   server.child.kill('SIGTERM');

@@ -1,0 +1,245 @@
+// The request path shared by the CLI, the server and the wasm module (request.h).
+#include "core/runtime/request.h"
+
+#include <algorithm>
+
+namespace runnel {
+namespace {
+
+size_t common_prefix(const std::vector<TokenId>& a, const std::vector<TokenId>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+FinishReason from_stop_reason(StopReason stop) {
+  switch (stop) {
+    case StopReason::EndOfGeneration: return FinishReason::Stop;
+    case StopReason::MaxTokens: return FinishReason::Length;
+    case StopReason::ContextFull: return FinishReason::ContextFull;
+    case StopReason::Callback: return FinishReason::Aborted;
+  }
+  return FinishReason::Aborted;
+}
+
+}  // namespace
+
+PromptInput PromptInput::from_text(std::string text, bool parse_special) {
+  PromptInput p;
+  p.text = std::move(text);
+  p.parse_special = parse_special;
+  return p;
+}
+
+PromptInput PromptInput::from_messages(std::vector<ChatMessage> messages) {
+  PromptInput p;
+  p.messages = std::move(messages);
+  return p;
+}
+
+PromptInput PromptInput::from_tokens(std::vector<TokenId> tokens) {
+  PromptInput p;
+  p.tokens = std::move(tokens);
+  return p;
+}
+
+PromptFormat::PromptFormat(const Engine& engine) : engine_(engine) {
+  try {
+    chat_ = std::make_unique<ChatTemplate>(ChatTemplate::from_model(engine.store().model().metadata,
+                                                                    engine.tokenizer()));
+  } catch (const std::exception& e) {
+    chat_error_ = e.what();
+  }
+}
+
+std::string PromptFormat::render(const std::vector<ChatMessage>& messages) const {
+  if (chat_ == nullptr) {
+    throw RequestError("this model has no usable chat template: " + chat_error_, "messages");
+  }
+  if (messages.empty()) throw RequestError("messages must not be empty", "messages");
+  try {
+    return chat_->apply(messages, true);
+  } catch (const ChatTemplateError& e) {
+    throw RequestError(std::string("the model's chat template refused the messages: ") + e.what(),
+                       "messages");
+  }
+}
+
+std::vector<TokenId> PromptFormat::tokens(const PromptInput& prompt) const {
+  const int n_given = int{prompt.messages.has_value()} + int{prompt.text.has_value()} +
+                      int{prompt.tokens.has_value()};
+  if (n_given != 1) {
+    throw RequestError("a prompt needs exactly one of messages, text or tokens (got " +
+                           std::to_string(n_given) + ")",
+                       "prompt");
+  }
+  const Tokenizer& tok = engine_.tokenizer();
+  std::vector<TokenId> ids;
+  std::string field = "prompt";
+  if (prompt.messages) {
+    field = "messages";
+    const std::string text = render(*prompt.messages);
+    // The template may write BOS itself; do not add a second one.
+    const std::string& bos = chat_->bos_token();
+    const bool has_bos = !bos.empty() && text.rfind(bos, 0) == 0;
+    ids = tok.encode(text, !has_bos, true);
+  } else if (prompt.text) {
+    ids = tok.encode(*prompt.text, prompt.add_bos, prompt.parse_special);
+  } else {
+    ids = *prompt.tokens;
+    const int n_vocab = engine_.config().n_vocab;
+    for (const TokenId t : ids) {
+      if (t < 0 || t >= n_vocab) {
+        throw RequestError("token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                               std::to_string(n_vocab) + ")",
+                           "prompt");
+      }
+    }
+  }
+  if (ids.empty()) throw RequestError("the prompt is empty after tokenization", field);
+  return ids;
+}
+
+const char* finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::Stop: return "stop";
+    case FinishReason::Length: return "length";
+    case FinishReason::ContextFull: return "context";
+    case FinishReason::Aborted: return "abort";
+    case FinishReason::Cut: return "cut";
+  }
+  return "abort";
+}
+
+StopMatcher::StopMatcher(std::vector<std::string> stops) : stops_(std::move(stops)) {
+  for (const std::string& s : stops_) {
+    if (s.empty()) throw RequestError("stop strings must not be empty", "stop");
+  }
+}
+
+std::string StopMatcher::push(std::string_view text) {
+  if (stopped_) return "";
+  pending_ += text;
+  // The earliest complete stop string ends the output.
+  size_t first = std::string::npos;
+  for (const std::string& s : stops_) first = std::min(first, pending_.find(s));
+  if (first != std::string::npos) {
+    stopped_ = true;
+    std::string out = pending_.substr(0, first);
+    pending_.clear();
+    return out;
+  }
+  // Hold back the longest tail that is a prefix of some stop string.
+  size_t hold = 0;
+  for (const std::string& s : stops_) {
+    for (size_t n = std::min(s.size() - 1, pending_.size()); n > hold; --n) {
+      if (pending_.compare(pending_.size() - n, n, s, 0, n) == 0) {
+        hold = n;
+        break;
+      }
+    }
+  }
+  std::string out = pending_.substr(0, pending_.size() - hold);
+  pending_.erase(0, pending_.size() - hold);
+  return out;
+}
+
+std::string StopMatcher::flush() {
+  std::string out;
+  if (!stopped_) out.swap(pending_);
+  return out;
+}
+
+void check_request_fits(int n_prompt, const RequestOptions& options, int n_ctx, bool shifts_context) {
+  if (n_prompt == 0) throw RequestError("the prompt is empty", "prompt");
+  if (n_prompt >= n_ctx) {
+    throw RequestError("the prompt is " + std::to_string(n_prompt) + " tokens but the context is " +
+                           std::to_string(n_ctx) + " (leave room for at least one generated token)",
+                       "prompt", "context_length_exceeded");
+  }
+  if (options.max_tokens < -1) {
+    throw RequestError("max_tokens must be >= -1 (-1 = until the context is full), got " +
+                           std::to_string(options.max_tokens),
+                       "max_tokens");
+  }
+  if (options.max_tokens >= 0 && !shifts_context && n_prompt + options.max_tokens > n_ctx) {
+    throw RequestError("prompt (" + std::to_string(n_prompt) + " tokens) + max_tokens (" +
+                           std::to_string(options.max_tokens) + ") exceeds the context (" +
+                           std::to_string(n_ctx) + ")",
+                       "max_tokens", "context_length_exceeded");
+  }
+  options.sampler.validate();
+}
+
+RequestRun::RequestRun(Session& session, const std::vector<TokenId>& prompt,
+                       const RequestOptions& options)
+    : matcher_(options.stop), n_prompt_(static_cast<int>(prompt.size())) {
+  check_request_fits(n_prompt_, options, session.n_ctx(), session.shifts_context());
+  GenerateParams gp;
+  gp.max_tokens = options.max_tokens;
+  gp.sampler = options.sampler;
+  gp.on_logits = options.on_logits;
+
+  // ---- reuse the cached prefix; generate() recomputes the last position if nothing is new
+  const size_t keep = common_prefix(session.tokens(), prompt);
+  session.rewind(static_cast<int>(keep));
+  n_cached_ = static_cast<int>(keep);
+  const std::vector<TokenId> suffix(prompt.begin() + static_cast<std::ptrdiff_t>(keep), prompt.end());
+  generation_ = session.start(suffix, gp);
+  if (generation_->done()) finish();
+}
+
+RequestRun::~RequestRun() = default;
+
+void RequestRun::finish() {
+  done_ = true;
+  finish_ = from_stop_reason(generation_->stats().stop);
+}
+
+bool RequestRun::next(std::string& piece) {
+  piece.clear();
+  if (done_) return false;
+  std::string text;
+  const bool more = generation_->step(text);
+  piece = matcher_.push(text);
+  if (matcher_.stopped()) {
+    generation_->stop();  // its pending text lies past the stop string
+    done_ = true;
+    finish_ = FinishReason::Stop;
+    return false;
+  }
+  if (!more) {
+    piece += matcher_.flush();
+    finish();
+    return false;
+  }
+  return true;
+}
+
+std::string RequestRun::stop(FinishReason reason) {
+  if (done_) return {};
+  std::string out = matcher_.push(generation_->stop());
+  if (!matcher_.stopped()) out += matcher_.flush();
+  done_ = true;
+  finish_ = reason;
+  return out;
+}
+
+std::unique_ptr<RequestRun> run_request(Session& session, const std::vector<TokenId>& prompt,
+                                        const RequestOptions& options,
+                                        const std::function<bool(std::string_view)>& on_piece) {
+  auto run = std::make_unique<RequestRun>(session, prompt, options);
+  std::string piece;
+  bool more = !run->done();
+  while (more) {
+    more = run->next(piece);
+    if (!piece.empty() && on_piece && !on_piece(piece) && more) {
+      run->stop(FinishReason::Aborted);
+      break;
+    }
+  }
+  return run;
+}
+
+}  // namespace runnel

@@ -1,0 +1,227 @@
+// The request path every front end shares (core/runtime/request.h): prompts to tokens,
+// prefix reuse, the fit check with field names, stop strings and finish reasons.
+#include "core/runtime/request.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+
+#include "tests/core/model/tiny_model.h"
+
+namespace runnel {
+namespace {
+
+std::unique_ptr<Engine> engine_of(const test::TinyModel& m, int n_keep = -1) {
+  EngineOptions o;
+  o.n_ctx = 32;
+  o.n_batch = 8;
+  o.n_keep = n_keep;
+  return Engine::load(m.store(), o);
+}
+
+// Sampled with a fixed seed and no end token, so runs are long and repeatable.
+RequestOptions sampled(int max_tokens) {
+  RequestOptions r;
+  r.max_tokens = max_tokens;
+  r.sampler.temperature = 1.5f;
+  r.sampler.top_k = 0;
+  r.sampler.top_p = 1;
+  r.sampler.min_p = 0;
+  r.sampler.seed = 7;
+  r.sampler.logit_bias = {{2, -std::numeric_limits<float>::infinity()}};  // </s>
+  return r;
+}
+
+std::string all_text(RequestRun& run) {
+  std::string text, piece;
+  while (run.next(piece)) text += piece;
+  return text + piece;
+}
+
+// The RequestError a call throws, as "field/code: message".
+template <typename Fn>
+std::string refusal(Fn&& fn) {
+  try {
+    fn();
+  } catch (const RequestError& e) {
+    return e.field() + "/" + e.code() + ": " + e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("request: stop strings are never emitted, even split across pieces", "[request]") {
+  SECTION("split over three pieces") {
+    StopMatcher m({"</end>"});
+    std::string out = m.push("Hello </");
+    CHECK(out == "Hello ");
+    out += m.push("en");
+    CHECK(!m.stopped());
+    out += m.push("d> more");
+    CHECK(m.stopped());
+    CHECK(out == "Hello ");
+    CHECK(m.push("after") == "");
+    CHECK(m.flush() == "");
+  }
+  SECTION("a false start is released") {
+    StopMatcher m({"STOP"});
+    std::string out = m.push("ST");
+    CHECK(out.empty());
+    out += m.push("AR");
+    CHECK(out == "STAR");
+    out += m.push("T");
+    CHECK(out == "START");
+    CHECK(m.flush() == "");
+  }
+  SECTION("held-back text comes out at the end") {
+    StopMatcher m({"abc"});
+    CHECK(m.push("xab") == "x");
+    CHECK(m.flush() == "ab");
+  }
+  SECTION("the earliest of several stops wins") {
+    StopMatcher m({"bb", "a"});
+    CHECK(m.push("xbbya") == "x");
+    CHECK(m.stopped());
+  }
+  SECTION("no stops: everything passes") {
+    StopMatcher m({});
+    CHECK(m.push("abc") == "abc");
+    CHECK(m.flush() == "");
+  }
+  SECTION("an empty stop string is refused by name") {
+    CHECK(refusal([] { StopMatcher m({"x", ""}); }) == "stop/invalid_value: stop strings must not be empty");
+  }
+}
+
+TEST_CASE("request: prompts become tokens with the template and BOS policy", "[request]") {
+  const test::TinyModel m = test::build_tiny_model({});
+  const std::unique_ptr<Engine> e = engine_of(m);
+  const PromptFormat format(*e);
+  const Tokenizer& tok = e->tokenizer();
+
+  CHECK(format.tokens(PromptInput::from_text("a b")) == tok.encode("a b", true, true));
+  PromptInput no_bos = PromptInput::from_text("a b");
+  no_bos.add_bos = false;
+  CHECK(format.tokens(no_bos) == tok.encode("a b", false, true));
+  CHECK(format.tokens(PromptInput::from_tokens({5, 6})) == std::vector<TokenId>{5, 6});
+
+  // No template in the tiny model: ChatML, BOS added since ChatML does not write it.
+  REQUIRE(format.has_chat_template());
+  const std::vector<ChatMessage> chat = {{"user", "hi"}};
+  const std::string rendered = format.render(chat);
+  CHECK(rendered == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+  CHECK(format.tokens(PromptInput::from_messages(chat)) == tok.encode(rendered, true, true));
+
+  CHECK(refusal([&] { format.tokens(PromptInput::from_tokens({5, 40})); }) ==
+        "prompt/invalid_value: token id 40 is outside the vocabulary [0, 40)");
+  CHECK(refusal([&] { format.tokens(PromptInput::from_tokens({})); }) ==
+        "prompt/invalid_value: the prompt is empty after tokenization");
+  CHECK(refusal([&] { format.tokens(PromptInput::from_messages({})); }) ==
+        "messages/invalid_value: messages must not be empty");
+  PromptInput two = PromptInput::from_text("a");
+  two.tokens = std::vector<TokenId>{5};
+  CHECK(refusal([&] { format.tokens(two); }) ==
+        "prompt/invalid_value: a prompt needs exactly one of messages, text or tokens (got 2)");
+}
+
+TEST_CASE("request: a request that does not fit is refused before any work, naming the field", "[request]") {
+  const test::TinyModel m = test::build_tiny_model({});
+  const std::unique_ptr<Engine> e = engine_of(m);
+  std::unique_ptr<Session> s = e->new_session();
+  const std::vector<TokenId> prompt(10, 5);
+
+  CHECK(refusal([&] { RequestRun run(*s, std::vector<TokenId>(32, 5), sampled(1)); }) ==
+        "prompt/context_length_exceeded: the prompt is 32 tokens but the context is 32 (leave room for at "
+        "least one generated token)");
+  CHECK(refusal([&] { RequestRun run(*s, prompt, sampled(23)); }) ==
+        "max_tokens/context_length_exceeded: prompt (10 tokens) + max_tokens (23) exceeds the context (32)");
+  CHECK(refusal([&] { RequestRun run(*s, prompt, sampled(-2)); }) ==
+        "max_tokens/invalid_value: max_tokens must be >= -1 (-1 = until the context is full), got -2");
+  CHECK(refusal([&] { RequestRun run(*s, {}, sampled(1)); }) == "prompt/invalid_value: the prompt is empty");
+  RequestOptions bad_temp = sampled(1);
+  bad_temp.sampler.temperature = std::nanf("");
+  CHECK_THROWS_AS(RequestRun(*s, prompt, bad_temp), std::invalid_argument);
+  CHECK(s->position() == 0);  // nothing evaluated
+
+  // Where the context shifts (n_keep >= 0), max_tokens may exceed it.
+  const std::unique_ptr<Engine> shifting = engine_of(m, 4);
+  std::unique_ptr<Session> s2 = shifting->new_session();
+  RequestRun run(*s2, prompt, sampled(40));
+  all_text(run);
+  CHECK(run.stats().n_generated == 40);
+  CHECK(run.finish_reason() == FinishReason::Length);
+  CHECK(s2->n_context_shifts() > 0);
+}
+
+TEST_CASE("request: the cached prefix is reused and gives the same reply as a fresh session", "[request]") {
+  const test::TinyModel m = test::build_tiny_model({});
+  const std::unique_ptr<Engine> e = engine_of(m);
+  const std::vector<TokenId> first = {1, 5, 6, 7, 8};
+  std::vector<TokenId> second = first;
+  second.insert(second.end(), {9, 10, 11});
+
+  std::unique_ptr<Session> warm = e->new_session();
+  RequestRun a(*warm, first, sampled(6));
+  all_text(a);
+  CHECK(a.n_cached() == 0);
+  // The follow-up starts with `first`: only the rest is evaluated (the history also
+  // holds a's reply, which `second` does not continue, so that part is dropped).
+  RequestRun b(*warm, second, sampled(6));
+  const std::string warm_text = all_text(b);
+  CHECK(b.n_cached() == 5);
+  CHECK(b.n_prompt() == 8);
+  CHECK(b.stats().n_prompt == 3);
+
+  std::unique_ptr<Session> cold = e->new_session();
+  RequestRun c(*cold, second, sampled(6));
+  CHECK(all_text(c) == warm_text);
+  CHECK(c.n_cached() == 0);
+
+  // The same prompt again: everything cached, the last position recomputed.
+  RequestRun d(*warm, second, sampled(6));
+  CHECK(all_text(d) == warm_text);
+  CHECK(d.n_cached() == 8);
+}
+
+TEST_CASE("request: finish reasons: length, context, stop string, abort, cut", "[request]") {
+  const test::TinyModel m = test::build_tiny_model({});
+  const std::unique_ptr<Engine> e = engine_of(m);
+  const std::vector<TokenId> prompt = {1, 5, 6};
+
+  std::unique_ptr<Session> s = e->new_session();
+  RequestRun length(*s, prompt, sampled(5));
+  const std::string text = all_text(length);
+  CHECK(length.finish_reason() == FinishReason::Length);
+  CHECK(length.stats().n_generated == 5);
+  REQUIRE(text.size() >= 2);
+
+  RequestRun context(*s, prompt, sampled(-1));
+  all_text(context);
+  CHECK(context.finish_reason() == FinishReason::ContextFull);
+  CHECK(s->position() == 32);
+
+  // A stop string from the middle of the known reply ends it there, not emitted.
+  RequestOptions with_stop = sampled(5);
+  const std::string stop = text.substr(text.size() / 2, 2);
+  with_stop.stop = {stop};
+  RequestRun stopped(*s, prompt, with_stop);
+  CHECK(all_text(stopped) == text.substr(0, text.find(stop)));
+  CHECK(stopped.finish_reason() == FinishReason::Stop);
+
+  const std::unique_ptr<RequestRun> aborted =
+      run_request(*s, prompt, sampled(5), [](std::string_view) { return false; });
+  CHECK(aborted->finish_reason() == FinishReason::Aborted);
+  CHECK(aborted->stats().n_generated < 5);
+
+  RequestRun cut(*s, prompt, sampled(5));
+  std::string piece;
+  cut.next(piece);
+  cut.stop(FinishReason::Cut);
+  CHECK(cut.done());
+  CHECK(cut.finish_reason() == FinishReason::Cut);
+  CHECK(std::string(finish_reason_name(FinishReason::Cut)) == "cut");
+  CHECK(std::string(finish_reason_name(FinishReason::ContextFull)) == "context");
+}
+
+}  // namespace runnel
