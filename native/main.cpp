@@ -16,6 +16,7 @@ constexpr const char* kUsage =
     "\n"
     "commands:\n"
     "  run       generate text from a prompt (runnel run -m FILE -p TEXT)\n"
+    "  chat      an interactive conversation with a chat model (runnel chat -m FILE)\n"
     "  inspect   print a GGUF file's metadata and tensors (runnel inspect FILE)\n"
     "  tokenize  print the tokens of a text (runnel tokenize -m FILE -p TEXT)\n"
     "  serve     serve the model over the OpenAI API (runnel serve -m FILE [--port 8080])\n"
@@ -45,6 +46,7 @@ int version_command(const std::vector<std::string>& args) {
 
 int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "run") return runnel::cli::run_command(args);
+  if (command == "chat") return runnel::cli::chat_command(args);
   if (command == "inspect") return runnel::cli::inspect_command(args);
   if (command == "tokenize") return runnel::cli::tokenize_command(args);
   if (command == "serve") return runnel::cli::serve_command(args);

@@ -110,12 +110,23 @@ int MmapStore::set_streaming(uint64_t layer_budget_bytes) {
   int n_layers = 0;
   for (const auto& [layer, ranges] : layer_ranges_) n_layers = std::max(n_layers, layer + 1);
   streamed_.assign(static_cast<size_t>(n_layers), false);
+  std::vector<uint64_t> layer_bytes(static_cast<size_t>(n_layers), 0);
+  uint64_t all = 0, max_layer = 0;
+  for (int l = 0; l < n_layers; ++l) {
+    for (const Range& r : layer_ranges_[l]) layer_bytes[l] += r.n_bytes;
+    all += layer_bytes[l];
+    max_layer = std::max(max_layer, layer_bytes[l]);
+  }
+  if (all <= layer_budget_bytes) {
+    streamed_.clear();
+    return 0;
+  }
+  const uint64_t in_transit = 2 * max_layer;
   uint64_t used = 0;
   int n_streamed = 0;
   for (int l = 0; l < n_layers; ++l) {
-    uint64_t bytes = 0;
-    for (const Range& r : layer_ranges_[l]) bytes += r.n_bytes;
-    if (n_streamed == 0 && used + bytes <= layer_budget_bytes) {
+    const uint64_t bytes = layer_bytes[l];
+    if (n_streamed == 0 && used + bytes + in_transit <= layer_budget_bytes) {
       used += bytes;  // resident for good
     } else {
       streamed_[l] = true;

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/runtime/weight_store.h"
+#include "core/host/weight_store.h"
 
 namespace runnel {
 
@@ -35,11 +35,12 @@ class MmapStore : public WeightStore {
   // no-op for layers that stay resident.
   void prefetch(int layer) override;
 
-  // Streaming residency, for weights larger than the memory budget: the first layers
-  // whose bytes fit `layer_budget_bytes` stay resident; every later layer is released
-  // after use (its pages dropped from the mapping and the page cache) while the next
-  // one is read ahead (MADV_WILLNEED). Tensors outside layers always stay.
-  // Returns how many layers are streamed.
+  // Streaming residency, for weights larger than the memory budget
+  // (MemoryPlan::layer_budget: what the layers may take in all): when the layers do
+  // not fit, the first ones that fit next to two streamed layers (the one computing,
+  // the next read ahead with MADV_WILLNEED) stay resident; every later layer is
+  // released after use (its pages dropped from the mapping and the page cache).
+  // Tensors outside layers always stay. Returns how many layers are streamed.
   int set_streaming(uint64_t layer_budget_bytes);
   bool streaming() const { return !streamed_.empty(); }
   // Whether set_streaming() streams this layer (its tensors are never copied).

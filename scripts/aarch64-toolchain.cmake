@@ -1,5 +1,5 @@
 # Cross build for aarch64 Linux (the NEON kernels), run under qemu user-mode emulation.
-# Debian 12: apt-get install g++-aarch64-linux-gnu qemu-user (scripts/setup.sh does).
+# Debian 12: apt-get install g++-aarch64-linux-gnu qemu-user (scripts/setup.sh --tests does).
 #
 #   cmake -S . -B build-neon -G Ninja -DCMAKE_BUILD_TYPE=Release \
 #     -DCMAKE_TOOLCHAIN_FILE=scripts/aarch64-toolchain.cmake

@@ -13,7 +13,7 @@
 // Medians of --runs runs; the two peers alternate so machine noise hits both alike.
 // On a 2-core machine that is busy with anything else, threads that wait at barriers
 // lose whole time slices: compare --threads 1 too before trusting a 2-thread ratio.
-// Needs tests/parity/node_modules (scripts/setup.sh installs it).
+// Needs tests/parity/node_modules (scripts/setup.sh --tests installs it).
 import {readFileSync} from "node:fs";
 
 import {llamaPromptTokens, loadLlamaModel, missingPrerequisite, modelPath, runRunnel,

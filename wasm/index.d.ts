@@ -78,6 +78,9 @@ export interface ModelInfo {
   eos: number;
 }
 
+/** Generation parameters: `runnel serve`'s request fields, camelCased (max_tokens ->
+ * maxTokens, logit_bias -> logitBias, ...), plus typicalP and penaltyLastN. Unknown
+ * keys are refused. */
 export interface GenerateParams {
   /** Tokens to generate at most (default 256; -1: until the context is full). */
   maxTokens?: number;
@@ -94,6 +97,15 @@ export interface GenerateParams {
   seed?: number;
   /** Generation ends before any of these strings; they are never emitted. */
   stop?: string | string[];
+  /** Added to the named tokens' logits before sampling, as OpenAI's logit_bias:
+   * { [tokenId]: bias } (or a Map / [id, bias] pairs), bias in [-100, 100]; -100 bans
+   * the token. Ids outside the vocabulary are refused. */
+  logitBias?: Record<number, number> | Map<number, number> | Array<[number, number]>;
+  signal?: AbortSignal;
+}
+
+export interface EmbedOptions {
+  /** Checked between texts: an aborted signal rejects with its reason. */
   signal?: AbortSignal;
 }
 
@@ -134,6 +146,12 @@ export declare class Model {
   tokenize(text: string, options?: { addSpecial?: boolean; parseSpecial?: boolean }): Promise<number[]>;
   detokenize(ids: number[], options?: { special?: boolean }): Promise<string>;
   applyChatTemplate(messages: ChatMessage[]): Promise<string>;
+  /** Sentence embeddings, as `runnel serve`'s POST /v1/embeddings: each text (BOS as
+   * the model wants, special-token text not parsed, at most contextSize tokens, not
+   * empty) becomes its final hidden states mean-pooled and L2-normalized, info.nEmbd
+   * floats. One text gives one vector, an array of texts one vector each, in order. */
+  embed(text: string, options?: EmbedOptions): Promise<Float32Array>;
+  embed(texts: string[], options?: EmbedOptions): Promise<Float32Array[]>;
   /** Re-reads info (resident bytes, bytes read). */
   refreshInfo(): Promise<ModelInfo>;
   createSession(options?: { contextSize?: number }): Session;

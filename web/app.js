@@ -1,16 +1,22 @@
 // The demo page: pick a model, watch it download (into OPFS) and load, then chat with
-// streamed tokens. The engine runs in runnel-llm's Web Worker; this file only drives
-// the DOM. body[data-state] (idle | loading | ready | generating) is what tests wait on.
-import { deleteCachedModel, listCachedModels, loadModel, storageInfo } from './runnel-llm/js/index.js';
+// streamed tokens, replies shown as Markdown (markdown.js). The conversation survives a
+// reload (localStorage) until "New chat". The engine runs in runnel-llm's Web Worker;
+// this file only drives the DOM. body[data-state] (starting, then idle | loading | ready
+// | generating, or unavailable when the package did not load) is what tests wait on.
+// URL parameters set the controls' defaults: model, threads, budget, context,
+// temperature, system, plus maxTokens and seed; autoload loads at once.
+import { renderMarkdown } from './markdown.js';
 
 const DEFAULT_MODEL = new URL('/models/SmolLM2-135M-Instruct.Q4_1.gguf', location.href).href;
+const STORAGE_KEY = 'runnel-demo-conversation';
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
 
+let runnel = null; // the runnel-llm package, imported below (a build output: web/runnel-llm/)
 let model = null;
 let session = null;
 let controller = null;
-const messages = [];
+let messages = []; // the conversation: [{ role: 'user' | 'assistant', content }]
 
 function setState(state) {
   document.body.dataset.state = state;
@@ -18,7 +24,8 @@ function setState(state) {
   $('prompt').disabled = !ready;
   $('send').disabled = !ready;
   $('stop').disabled = state !== 'generating';
-  $('load').disabled = state === 'loading' || state === 'generating';
+  $('load').disabled = state !== 'idle' && state !== 'ready';
+  $('new-chat').disabled = state === 'generating';
 }
 
 function showError(e) {
@@ -48,8 +55,9 @@ function fillThreads() {
 }
 
 async function refreshCache() {
+  if (!runnel) return;
   try {
-    const [models, storage] = await Promise.all([listCachedModels(), storageInfo()]);
+    const [models, storage] = await Promise.all([runnel.listCachedModels(), runnel.storageInfo()]);
     $('storage').textContent = `storage: ${formatBytes(storage.usage)} used of ${formatBytes(storage.quota)}` +
       (storage.persisted ? ' (persistent)' : '');
     const list = $('cached-list');
@@ -60,7 +68,7 @@ async function refreshCache() {
       const del = document.createElement('button');
       del.textContent = 'Delete';
       del.onclick = async () => {
-        await deleteCachedModel(m.url);
+        await runnel.deleteCachedModel(m.url);
         refreshCache();
       };
       li.append(del);
@@ -97,7 +105,7 @@ async function load() {
     const source = chosenSource();
     const budgetMiB = Number($('budget').value) || 0;
     const started = performance.now();
-    model = await loadModel(source, {
+    model = await runnel.loadModel(source, {
       threads: Number($('threads').value) || 1,
       contextSize: Number($('context').value) || 2048,
       memoryBudget: budgetMiB > 0 ? budgetMiB * 2 ** 20 : undefined,
@@ -116,9 +124,8 @@ async function load() {
     $('model-info').textContent = `${i.name || i.architecture}: ${i.nLayer} layers, context ${i.contextSize}, ` +
       `${i.threads} thread${i.threads > 1 ? 's' : ''}${i.threadsNote ? ` (${i.threadsNote})` : ''}, ${i.simd}, ` +
       `weights ${formatBytes(i.weightsResidentBytes)} resident${i.streaming ? ' (streaming layers)' : ''}`;
+    // The conversation on the page stays: the next reply continues it with this model.
     session = model.createSession();
-    messages.length = 0;
-    $('chat-log').replaceChildren();
     setState('ready');
   } catch (e) {
     showError(e);
@@ -127,34 +134,83 @@ async function load() {
   refreshCache();
 }
 
+// A message on the page: the user's as text, the model's as Markdown. data-text keeps
+// the message's own text (what the model said, before rendering).
 function addMessage(role, text) {
   const div = document.createElement('div');
   div.className = `msg ${role}`;
-  div.textContent = text;
   $('chat-log').append(div);
-  $('chat-log').scrollTop = $('chat-log').scrollHeight;
+  showText(div, text);
   return div;
 }
 
+function showText(div, text) {
+  div.dataset.text = text;
+  if (div.classList.contains('assistant')) div.innerHTML = renderMarkdown(text);
+  else div.textContent = text;
+  $('chat-log').scrollTop = $('chat-log').scrollHeight;
+}
+
+// The conversation in localStorage, so that a reload (or a second visit) continues it.
+function saveConversation(list = messages) {
+  try {
+    if (list.length === 0) localStorage.removeItem(STORAGE_KEY);
+    else localStorage.setItem(STORAGE_KEY, JSON.stringify({ messages: list }));
+  } catch (e) {
+    console.warn('could not save the conversation:', e);
+  }
+}
+
+function restoreConversation() {
+  try {
+    const saved = JSON.parse(localStorage.getItem(STORAGE_KEY) ?? 'null');
+    const list = Array.isArray(saved?.messages) ? saved.messages : [];
+    messages = list.filter((m) => (m?.role === 'user' || m?.role === 'assistant') && typeof m.content === 'string');
+  } catch {
+    messages = [];
+  }
+  for (const m of messages) addMessage(m.role, m.content);
+}
+
+// (Disabled while a reply is generated.)
+function newChat() {
+  messages = [];
+  saveConversation();
+  $('chat-log').replaceChildren();
+  $('speed').textContent = '';
+  showError(null);
+}
+
+// The temperature control; the engine refuses what is out of range, naming it.
+function temperature() {
+  const text = $('temperature').value.trim();
+  return text === '' ? 0.7 : Number(text);
+}
+
+let partialReply = null; // the reply being generated, saved if the page goes away
 async function send(text) {
   showError(null);
   messages.push({ role: 'user', content: text });
+  saveConversation();
   addMessage('user', text);
   const out = addMessage('assistant', '');
   setState('generating');
   controller = new AbortController();
   let reply = '';
+  partialReply = '';
   try {
     const chatParams = {
       maxTokens: Number(params.get('maxTokens')) || 256,
-      temperature: params.has('temperature') ? Number(params.get('temperature')) : 0.7,
+      temperature: temperature(),
       signal: controller.signal,
     };
     if (params.has('seed')) chatParams.seed = Number(params.get('seed'));
-    for await (const piece of session.chat(messages, chatParams)) {
+    const system = $('system-prompt').value.trim();
+    const prompt = system ? [{ role: 'system', content: system }, ...messages] : messages;
+    for await (const piece of session.chat(prompt, chatParams)) {
       reply += piece;
-      out.textContent = reply;
-      $('chat-log').scrollTop = $('chat-log').scrollHeight;
+      partialReply = reply;
+      showText(out, reply);
     }
     const s = session.lastStats;
     if (s) {
@@ -164,7 +220,9 @@ async function send(text) {
   } catch (e) {
     showError(e);
   }
+  partialReply = null;
   messages.push({ role: 'assistant', content: reply });
+  saveConversation();
   controller = null;
   setState('ready');
 }
@@ -184,9 +242,30 @@ $('prompt').onkeydown = (e) => {
     $('chat-form').requestSubmit();
   }
 };
+$('new-chat').onclick = newChat;
+// A reload mid-reply keeps what was said so far.
+addEventListener('pagehide', () => {
+  if (partialReply !== null) saveConversation([...messages, { role: 'assistant', content: partialReply }]);
+});
 fillThreads();
 if (params.has('budget')) $('budget').value = params.get('budget');
 if (params.has('context')) $('context').value = params.get('context');
-refreshCache();
-setState('idle');
-if (params.has('autoload')) load();
+if (params.has('temperature')) $('temperature').value = params.get('temperature');
+if (params.has('system')) $('system-prompt').value = params.get('system');
+restoreConversation();
+setState('starting');
+
+// The package is a build output (web/runnel-llm/, copied by wasm/'s `npm run build`):
+// a page without it says so instead of failing silently.
+try {
+  runnel = await import('./runnel-llm/js/index.js');
+} catch (e) {
+  setState('unavailable');
+  showError(`The runnel-llm package did not load (${e.message ?? e}).\n` +
+    'It is built, and copied into web/runnel-llm/, by: (cd wasm && npm run build)');
+}
+if (runnel) {
+  refreshCache();
+  if (params.has('autoload')) load();
+  else setState('idle');
+}

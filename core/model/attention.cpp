@@ -33,11 +33,9 @@ DotKernels f16_dot() {
 // rather than one row at a time behind the dot products. A kv head's K slice is head_dim
 // halves every kv_dim halves and its V rows are n halves every n_ctx: 1 KB apart for the
 // 1B-shaped model at ctx 512, 4 rows to a 4 KB page, and the weights streamed since the
-// layer's last token have evicted them. Cold, the 16 layers' attention of one token at
-// 151 positions took ~1.9x as long as warm (1 thread, Node); touched first, ~1.25x. The
-// 1-thread decode of the 1B-shaped Q4_K_M in Chromium gained ~4%. (Wasm has no prefetch
-// instruction; the volatile store keeps the loads.) Native code gained nothing from it,
-// with loads or with prefetch instructions (cold ~1.5x either way), so there it does
+// layer's last token have evicted them, so cold attention is much slower than warm.
+// (Wasm has no prefetch instruction; the volatile store keeps the loads.) Native code
+// gained nothing from it, with loads or with prefetch instructions, so there it does
 // nothing.
 void touch_rows([[maybe_unused]] const void* first, [[maybe_unused]] int n,
                 [[maybe_unused]] size_t stride, [[maybe_unused]] size_t bytes) {

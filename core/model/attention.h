@@ -7,7 +7,7 @@
 
 #include "core/kv/kv_cache.h"
 #include "core/model/config.h"
-#include "core/runtime/parallel.h"
+#include "core/host/parallel.h"
 
 namespace runnel {
 

@@ -2,6 +2,7 @@
 // ({arch}.* keys) and checked against its tensor table before any weight is used.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -44,6 +45,9 @@ struct ModelConfig {
   int kv_dim() const { return n_head_kv * head_dim; }       // rows of attn_k
   int v_dim() const { return n_head_kv * head_dim_v; }      // rows of attn_v
   int attn_out_dim() const { return n_head * head_dim_v; }  // columns of attn_output
+  // The context a session gets when none is asked for: the model's, at most 4096
+  // (the CLI, the server, the wasm module and the memory plan all start from it).
+  int default_n_ctx() const { return std::min(n_ctx_train, 4096); }
 
   // Reads the metadata of `model` and checks every tensor the forward pass uses
   // (presence, dims, type supported by the kernel table). Throws GgufError naming

@@ -268,8 +268,7 @@ void LlamaModel::forward(std::span<const int32_t> tokens, int pos0, bool all_log
       ops.rms_norm(&s.x[i * n_embd], s.norm_w.data(), &s.xb[i * n_embd], c.n_embd, c.rms_eps);
     }
     // gate, up [n, n_ff] = W xb; gate = silu(gate) * up, by each task on the rows it
-    // computed (run alone on one thread after the product, it was ~1.5% of a 2-thread
-    // 1B-shaped token in wasm)
+    // computed (alone on one thread after the product, it left the other thread idle)
     const MatmulJob gate_up[] = {{matrix(w.w_gate), s.gate.data(), nullptr},
                                  {matrix(w.w_up), s.up.data(), nullptr}};
     const auto swiglu_rows = [&](int64_t r0, int64_t r1) {

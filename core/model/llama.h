@@ -11,8 +11,8 @@
 #include "core/model/attention.h"
 #include "core/model/config.h"
 #include "core/model/matmul.h"
-#include "core/runtime/parallel.h"
-#include "core/runtime/weight_store.h"
+#include "core/host/parallel.h"
+#include "core/host/weight_store.h"
 
 namespace runnel {
 

@@ -15,7 +15,7 @@
 #include <span>
 #include <vector>
 
-#include "core/runtime/parallel.h"
+#include "core/host/parallel.h"
 #include "kernels/kernels.h"
 #include "kernels/types.h"
 

@@ -16,8 +16,6 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-constexpr int kDefaultMaxContext = 4096;
-
 }  // namespace
 
 // ---------------------------------------------------------------- Engine
@@ -54,7 +52,7 @@ std::unique_ptr<Engine> Engine::load(std::unique_ptr<WeightStore> store,
   }
   e->store_ = std::move(store);
   e->options_ = options;
-  if (e->options_.n_ctx == 0) e->options_.n_ctx = std::min(config.n_ctx_train, kDefaultMaxContext);
+  if (e->options_.n_ctx == 0) e->options_.n_ctx = config.default_n_ctx();
   e->options_.n_batch = std::min(e->options_.n_batch, e->options_.n_ctx);
   if (!e->options_.parallel) e->options_.parallel = std::make_shared<InlineParallel>();
   e->model_ = std::make_unique<LlamaModel>(config, *e->store_, e->options_.parallel.get());

@@ -13,8 +13,8 @@
 #include "core/kv/kv_cache.h"
 #include "core/model/config.h"
 #include "core/model/llama.h"
-#include "core/runtime/parallel.h"
-#include "core/runtime/weight_store.h"
+#include "core/host/parallel.h"
+#include "core/host/weight_store.h"
 #include "core/sampling/sampler.h"
 #include "core/tokenizer/tokenizer.h"
 

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "core/kv/kv_cache.h"
+#include "core/host/weight_store.h"
 #include "kernels/kernels.h"
 
 namespace runnel {
@@ -20,15 +21,6 @@ constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kFixedOverhead = 16 * kMiB;
 // Per vocabulary entry: the token text, its attributes and the lookup tables.
 constexpr uint64_t kBytesPerToken = 96;
-
-int layer_index(std::string_view name) {
-  if (name.rfind("blk.", 0) != 0) return -1;
-  int n = 0;
-  size_t i = 4;
-  if (i >= name.size() || !std::isdigit(static_cast<unsigned char>(name[i]))) return -1;
-  while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i]))) n = n * 10 + (name[i++] - '0');
-  return n;
-}
 
 }  // namespace
 
@@ -82,7 +74,7 @@ MemoryPlan plan_memory(const GgufModel& model, const ModelConfig& c, const Memor
   for (const GgufTensorInfo& t : model.tensors) {
     const uint64_t n_bytes = resident_bytes(t);
     p.weights_bytes += n_bytes;
-    const int l = layer_index(t.name);
+    const int l = layer_of_tensor(t.name);
     if (l < 0) p.non_layer_bytes += n_bytes;
     else
       layers[l] += t.n_bytes;  // a streamed layer is not repacked
@@ -110,6 +102,11 @@ MemoryPlan::Fit MemoryPlan::fit(uint64_t budget) const {
 uint64_t MemoryPlan::weight_budget(uint64_t budget) const {
   const uint64_t other = kv_bytes + scratch_bytes + overhead_bytes;
   return budget > other ? budget - other : 0;
+}
+
+uint64_t MemoryPlan::layer_budget(uint64_t budget) const {
+  const uint64_t weights = weight_budget(budget);
+  return weights > non_layer_bytes ? weights - non_layer_bytes : 0;
 }
 
 std::string format_bytes(uint64_t n) {

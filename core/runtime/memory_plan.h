@@ -20,7 +20,7 @@
 namespace runnel {
 
 struct MemoryPlanOptions {
-  int n_ctx = 4096;
+  int n_ctx = 4096;  // front ends pass ModelConfig::default_n_ctx() when none is asked
   int n_batch = 64;
   GgmlType kv_type = GgmlType::F16;
   int n_sessions = 1;  // server slots (+1 for embeddings when used)
@@ -46,6 +46,11 @@ struct MemoryPlan {
   Fit fit(uint64_t budget_bytes) const;
   // Bytes of weights that may stay resident when streaming under `budget_bytes`.
   uint64_t weight_budget(uint64_t budget_bytes) const;
+  // What the layers may take in all under `budget_bytes` (weight_budget less the
+  // tensors outside layers), resident and in transit: the one figure both stores get
+  // (MmapStore::set_streaming, JsStore::load_weights), each keeping room in it for the
+  // layers it streams.
+  uint64_t layer_budget(uint64_t budget_bytes) const;
 
   // A table of the above against the budget, and what to change when it does not fit.
   std::string describe(uint64_t budget_bytes, const std::string& budget_source) const;

@@ -1,7 +1,7 @@
 // SIMD128 dots of float rows: F32 x F32, F16 x F16 and BF16 x BF16 (attention scores and
 // values, F16 / BF16 weight matrices). Halves are widened exactly; each product is
 // rounded to float as in ref, then summed in four 4-lane accumulators (16 independent
-// chains; eight accumulators measured 1.6x slower under V8) and reduced at the end, where
+// chains; eight accumulators were slower under V8) and reduced at the end, where
 // ref sums in double. |simd128 - ref| <= (n / 16 + 16) * 2^-24 * sum|w a|: chains of
 // n / 16 + 1 steps, a 4-level reduction, up to 7 tail adds, ref's one rounding.
 #include "kernels/wasm/simd128.h"
@@ -196,8 +196,7 @@ bool dot_f16_f32_rows(int64_t n, const uint16_t* w, const float* a, int64_t a_st
   for (; i + 8 <= n; i += 8) step(w + i, a + i, a_stride);
   if (i < n && n >= 8) {
     // Lane k of the last 8 elements is new when k >= 8 - tail (the masked lanes' products,
-    // inf or NaN included, become +0; the zero-padded copies below cost ~30% of attention's
-    // V side at a 151-token context).
+    // inf or NaN included, become +0; cheaper than the zero-padded copies below).
     const v128_t first_new = wasm_i32x4_splat(static_cast<int32_t>(8 - (n - i)));
     const v128_t keep_lo = wasm_i32x4_ge(wasm_i32x4_make(0, 1, 2, 3), first_new);
     const v128_t keep_hi = wasm_i32x4_ge(wasm_i32x4_make(4, 5, 6, 7), first_new);

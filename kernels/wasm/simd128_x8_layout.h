@@ -64,7 +64,7 @@ static_assert(sizeof(BlockQ4_Kx8) == 8 * 144 + 64);
 // Q6_K: scales[r][g] = row r's scale of 16-element group g, q[r / 4][s][r % 4][i] = row
 // r's element 32 s + i as q - 32 in [-32, 31]: the order the kernel reads them in (4 rows'
 // 32 elements at a time). Rows stored whole made that 4 streams 256 bytes apart, which
-// the relaxed-SIMD kernel measured ~1.8x slower from memory.
+// read slower from memory.
 struct BlockQ6_Kx8 {
   float d[kRows];
   int8_t scales[kRows][kQK_K / 16];

@@ -139,8 +139,7 @@ namespace {
 // dots (VNNI for the quantized types; BF16 with vdpbf16ps where the CPU has
 // AVX512-BF16, else widened into 512-bit FMA) and the batched products, gemm and
 // gemm_x8. Quantizers and float ops are the AVX2 ones; the x8 layouts and the packed
-// groups are shared. Every quantized gemm but Q2_K's and Q3_K's is a VNNI one (Q5_0,
-// Q5_1, Q5_K: 1.35x, 1.35x, 1.5x the AVX2 tiles, 4096 x 256 weights, 64 tokens, Zen 4).
+// groups are shared. Every quantized gemm but Q2_K's and Q3_K's is a VNNI one.
 KernelTable build_avx512_table(const KernelTable& avx2_table) {
   KernelTable t = avx2_table;
   t.isa = "avx512";
@@ -152,8 +151,7 @@ KernelTable build_avx512_table(const KernelTable& avx2_table) {
     t.types[static_cast<uint32_t>(type)].gemm = fn;
   };
   using G = GgmlType;
-  // F32 and F16 keep the AVX2 dots: avx512::vec_dot_f32 / _f16 measured 0.94x / 0.70x
-  // of them on rows in L3 on Zen 4 (and equal from DRAM).
+  // F32 and F16 keep the AVX2 dots: avx512::vec_dot_f32 / _f16 measured slower on Zen 4.
   dot(G::BF16, cpu_has_avx512_bf16() ? avx512::vec_dot_bf16_dpbf16 : avx512::vec_dot_bf16);
   dot(G::Q4_0, avx512::vec_dot_q4_0);
   dot(G::Q4_1, avx512::vec_dot_q4_1);
@@ -173,8 +171,8 @@ KernelTable build_avx512_table(const KernelTable& avx2_table) {
   gemm(G::Q4_K, avx512::gemm_q4_k);
   gemm(G::Q5_K, avx512::gemm_q5_k);
   gemm(G::Q6_K, avx512::gemm_q6_k);
-  // The inherited f32 tile for BF16 weights measured 0.83-0.92x of the vdpbf16ps dot
-  // per token (2048 x 256 and 4096 x 128, 64 tokens, Zen 4), so prompts keep the dot.
+  // The inherited f32 tile for BF16 weights is slower than the vdpbf16ps dot per token,
+  // so prompts keep the dot.
   if (cpu_has_avx512_bf16()) gemm(G::BF16, nullptr);
   auto x8 = [&t](GgmlType type,
                  void (*fn)(int64_t, const void*, const void*, size_t, const int32_t*, int, float*, size_t)) {

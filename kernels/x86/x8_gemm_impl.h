@@ -45,10 +45,8 @@ inline float f16_to_f32(uint16_t h) {
 // group, which a task reads next) into L2. One thread's decode waits on memory latency
 // more than on bandwidth, and the hardware prefetcher alone leaves the core idle on a
 // group's interleaved streams. Into L2, not L1: an L1 prefetch holds a fill buffer the
-// loads need (measured on the 1B-shaped models, 1 thread: L2 at 4 blocks ~25% faster
-// than L1 at 4, ~20% faster than no prefetch; L1 at 2 and L2 at 8 in between). Q4_K's
-// product reads its groups front to back and streams faster without it (avx512_x8.cpp);
-// Q6_K's, reading a block in three streams, needs it (2x without on AVX-512).
+// loads need. Q4_K's product reads its groups front to back and streams faster without
+// it (avx512_x8.cpp); Q6_K's, reading a block in three streams, needs it.
 constexpr int kAhead = 4;
 template <typename Block>
 inline void prefetch_ahead(const Block* blocks, int64_t b) {

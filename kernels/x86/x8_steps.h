@@ -25,10 +25,9 @@ namespace runnel::x8 {
 // Where Q4_1's min terms m_w * s_a go (see above): after each block's d term in the one
 // sum, or in a sum of their own added at the end.
 enum class MinTerms { kNone, kChained, kOwnSum };
-// AVX2's gemm_x8 has no registers for a second sum at 8 tokens (16 ymm; with one, SmolLM2's
-// 128-token prompt ran ~2.5% slower, 5-token groups of 576-element rows 8%). AVX-512's
-// has (32 ymm): there the own sum keeps one FMA per block on a row's chain, which makes
-// the per-token dot 1.36x faster and gemm_x8 itself 1-5% faster.
+// AVX2's gemm_x8 has no registers for a second sum at 8 tokens (16 ymm; with one, prompts
+// ran slower). AVX-512's has (32 ymm): there the own sum keeps one FMA per block on a
+// row's chain, which makes the per-token dot and gemm_x8 faster.
 constexpr MinTerms kAvx2Q4_1Mins = MinTerms::kChained;
 constexpr MinTerms kAvx512Q4_1Mins = MinTerms::kOwnSum;
 

@@ -10,6 +10,7 @@
 namespace runnel::cli {
 
 int run_command(const std::vector<std::string>& args);
+int chat_command(const std::vector<std::string>& args);
 int inspect_command(const std::vector<std::string>& args);
 int tokenize_command(const std::vector<std::string>& args);
 int serve_command(const std::vector<std::string>& args);

@@ -37,6 +37,23 @@ uint64_t load_repack_bytes(const MmapStore& store) {
   return total;
 }
 
+void add_load_options(ArgParser& p, LoadRequest* r) {
+  p.string_option("-m, --model", &r->model, "FILE", "GGUF model (first part of a split model)");
+  p.int_option("-c, --ctx-size", &r->n_ctx, "context size (default: min(model's, 4096))");
+  p.int_option("-t, --threads", &r->n_threads, "threads (default: physical cores)");
+  p.string_option("--kv-type", &r->kv_type, "TYPE", "KV cache type: f16 (default), q8_0, q4_0");
+  p.string_option("--mem-budget", &r->mem_budget, "SIZE",
+                  "memory to stay within, e.g. 2500M or 2.5G (default: the cgroup limit, else\n"
+                  "MemAvailable); weights beyond it are streamed from the file layer by layer");
+}
+
+void check_load_options(const ArgParser& p, const LoadRequest& r) {
+  if (r.model.empty()) throw UsageError("-m: a model file is required");
+  if (p.seen("-c") && r.n_ctx < 1) throw UsageError("-c: must be >= 1, got " + std::to_string(r.n_ctx));
+  if (p.seen("-t") && r.n_threads < 1) throw UsageError("-t: must be >= 1, got " + std::to_string(r.n_threads));
+  if (r.n_keep < -1) throw UsageError("--keep: must be >= -1, got " + std::to_string(r.n_keep));
+}
+
 LoadedModel load_model(const LoadRequest& r) {
   EngineOptions eo;
   eo.n_ctx = r.n_ctx;
@@ -54,7 +71,7 @@ LoadedModel load_model(const LoadRequest& r) {
   // The memory plan, before anything big is allocated or read.
   const ModelConfig config = ModelConfig::from_model(store->model());
   MemoryPlanOptions po;
-  po.n_ctx = r.n_ctx > 0 ? r.n_ctx : std::min(config.n_ctx_train, 4096);
+  po.n_ctx = r.n_ctx > 0 ? r.n_ctx : config.default_n_ctx();
   po.n_batch = eo.n_batch;
   po.kv_type = eo.kv_type;
   po.n_sessions = r.n_sessions;
@@ -82,8 +99,7 @@ LoadedModel load_model(const LoadRequest& r) {
                              "; lower -c, use --kv-type q8_0, or raise --mem-budget (see --dry-run)");
   }
   if (fit == MemoryPlan::Fit::Streaming) {
-    const uint64_t for_layers = plan.weight_budget(budget.bytes) - plan.non_layer_bytes - 2 * plan.max_layer_bytes;
-    out.n_streamed_layers = store->set_streaming(for_layers);
+    out.n_streamed_layers = store->set_streaming(plan.layer_budget(budget.bytes));
   }
   eo.parallel = std::make_shared<ThreadPool>(out.n_threads);
   LoadProgress progress(stderr, std::filesystem::path(r.model).filename().string(),

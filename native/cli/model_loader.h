@@ -9,6 +9,7 @@
 
 #include "core/runtime/engine.h"
 #include "core/runtime/memory_plan.h"
+#include "native/cli/args.h"
 #include "native/mmap_store.h"
 
 namespace runnel::cli {
@@ -37,6 +38,12 @@ struct LoadedModel {
 // numbers when the plan does not fit, and what Engine::load throws. On a terminal,
 // stderr shows the load's progress (LoadProgress).
 LoadedModel load_model(const LoadRequest& request);
+
+// The load flags run and chat share, parsed into `r`: -m, -c, -t, --kv-type,
+// --mem-budget (--keep and --dry-run are each command's own).
+void add_load_options(ArgParser& p, LoadRequest* r);
+// Their checks, and --keep's: UsageError naming the flag.
+void check_load_options(const ArgParser& p, const LoadRequest& r);
 
 // The thread count for -t N, the one place every command resolves it: 0 gives the
 // physical cores; more than the logical CPUs gives the logical CPUs, with a warning on

@@ -7,7 +7,6 @@
 #include <iostream>
 #include <iterator>
 #include <memory>
-#include <random>
 #include <sstream>
 #include <string>
 
@@ -20,6 +19,7 @@
 #include "native/cli/commands.h"
 #include "native/cpu_topology.h"
 #include "native/cli/model_loader.h"
+#include "native/cli/sampler_options.h"
 #include "native/memory_budget.h"
 #include "native/mmap_store.h"
 #include "native/thread_pool.h"
@@ -27,16 +27,11 @@
 namespace runnel::cli {
 namespace {
 
-// llama.cpp's LLAMA_DEFAULT_SEED: no --seed given, pick one at random.
-constexpr uint64_t kRandomSeed = 0xFFFFFFFFu;
-
 struct RunOptions {
-  std::string model, prompt, prompt_file, dump_logits, kv_type = "f16", mem_budget, session, system;
-  int n_keep = 0;
-  bool dry_run = false;
+  RunOptions() { load.n_keep = 0; }  // run shifts a full context by default
+  LoadRequest load;
+  std::string prompt, prompt_file, dump_logits, session, system;
   int n_predict = 128;
-  int n_ctx = 0;
-  int n_threads = 0;
   SamplerParams sampler;
   bool no_display_prompt = false;
   bool special = false, no_special = false;
@@ -44,24 +39,12 @@ struct RunOptions {
 };
 
 void check_ranges(const RunOptions& o, const ArgParser& p) {
-  if (o.model.empty()) throw UsageError("-m: a model file is required");
+  check_load_options(p, o.load);
   if (p.seen("-p") == p.seen("-f")) throw UsageError("-p / -f: give the prompt with exactly one of them");
   if (o.special && o.no_special) throw UsageError("--special and --no-special contradict each other");
   if (!o.system.empty() && !o.chat) throw UsageError("--system: only with --chat");
   if (o.n_predict < -1) throw UsageError("-n: must be >= -1, got " + std::to_string(o.n_predict));
-  if (p.seen("-c") && o.n_ctx < 1) {
-    throw UsageError("-c: must be >= 1, got " + std::to_string(o.n_ctx));
-  }
-  if (p.seen("-t") && o.n_threads < 1) {
-    throw UsageError("-t: must be >= 1, got " + std::to_string(o.n_threads));
-  }
-  const SamplerParams& s = o.sampler;
-  if (s.temperature < 0) throw UsageError("--temp: must be >= 0");
-  if (s.top_k < 0) throw UsageError("--top-k: must be >= 0");
-  if (!(s.top_p > 0 && s.top_p <= 1)) throw UsageError("--top-p: must be in (0, 1]");
-  if (!(s.min_p >= 0 && s.min_p <= 1)) throw UsageError("--min-p: must be in [0, 1]");
-  if (!(s.repeat_penalty > 0)) throw UsageError("--repeat-penalty: must be > 0");
-  if (o.n_keep < -1) throw UsageError("--keep: must be >= -1, got " + std::to_string(o.n_keep));
+  check_sampler_options(o.sampler);
 }
 
 // The prompt text: -p TEXT, -p - (standard input) or -f FILE, read whole.
@@ -98,7 +81,7 @@ int run_command(const std::vector<std::string>& args) {
   RunOptions o;
   ArgParser p("runnel run -m FILE -p TEXT [options]",
               "Generates a continuation of TEXT with the model in FILE, streaming it to stdout.");
-  p.string_option("-m, --model", &o.model, "FILE", "GGUF model (first part of a split model)");
+  add_load_options(p, &o.load);
   p.string_option("-p, --prompt", &o.prompt, "TEXT", "prompt text; - reads it from standard input");
   p.string_option("-f, --file", &o.prompt_file, "FILE", "read the prompt from FILE");
   p.flag("--chat", &o.chat,
@@ -106,16 +89,7 @@ int run_command(const std::vector<std::string>& args) {
   p.string_option("--system", &o.system, "TEXT", "with --chat: a system message before the prompt");
   p.int_option("-n, --n-predict", &o.n_predict,
                "tokens to generate (default 128; -1 = until end of text or full context)");
-  p.int_option("-c, --ctx-size", &o.n_ctx, "context size (default: min(model's, 4096))");
-  p.int_option("-t, --threads", &o.n_threads, "threads (default: physical cores)");
-  p.float_option("--temp", &o.sampler.temperature, "temperature (default 0.8; 0 = greedy)");
-  p.int_option("--top-k", &o.sampler.top_k, "top-k sampling (default 40; 0 = off)");
-  p.float_option("--top-p", &o.sampler.top_p, "top-p sampling (default 0.95; 1 = off)");
-  p.float_option("--min-p", &o.sampler.min_p, "min-p sampling (default 0.05; 0 = off)");
-  p.u64_option("--seed", &o.sampler.seed,
-               "random seed (default: a random one, printed with the figures; 4294967295 = random)");
-  p.float_option("--repeat-penalty", &o.sampler.repeat_penalty,
-                 "penalty for repeating recent tokens (default 1.0 = off)");
+  add_sampler_options(p, &o.sampler);
   p.flag("--no-display-prompt", &o.no_display_prompt, "do not echo the prompt");
   p.flag("--special", &o.special,
          "parse special-token text (\"<|im_start|>\") in the prompt as control tokens (the default,\n"
@@ -123,14 +97,10 @@ int run_command(const std::vector<std::string>& args) {
   p.flag("--no-special", &o.no_special, "take special-token text in the prompt as plain text");
   p.string_option("--dump-logits", &o.dump_logits, "PATH",
                   "write the float32 logits after the prompt to PATH");
-  p.string_option("--kv-type", &o.kv_type, "TYPE", "KV cache type: f16 (default), q8_0, q4_0");
-  p.int_option("--keep", &o.n_keep,
+  p.int_option("--keep", &o.load.n_keep,
                "when the context fills, keep the first N tokens and drop the oldest half of the rest\n"
                "(default 0; -1 = stop at a full context instead)");
-  p.string_option("--mem-budget", &o.mem_budget, "SIZE",
-                  "memory to stay within, e.g. 2500M or 2.5G (default: the cgroup limit, else\n"
-                  "MemAvailable); weights beyond it are streamed from the file layer by layer");
-  p.flag("--dry-run", &o.dry_run, "print the memory plan and exit (status 1 if it does not fit)");
+  p.flag("--dry-run", &o.load.dry_run, "print the memory plan and exit (status 1 if it does not fit)");
   p.string_option("--session", &o.session, "FILE",
                   "restore the conversation's tokens and KV cache from FILE if it exists, evaluate\n"
                   "only the new part of the prompt, and save everything back to FILE afterwards");
@@ -144,16 +114,8 @@ int run_command(const std::vector<std::string>& args) {
 
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
-  LoadRequest lr;
-  lr.model = o.model;
-  lr.n_ctx = o.n_ctx;
-  lr.n_threads = o.n_threads;
-  lr.kv_type = o.kv_type;
-  lr.n_keep = o.n_keep;
-  lr.mem_budget = o.mem_budget;
-  lr.dry_run = o.dry_run;
-  LoadedModel loaded = load_model(lr);
-  if (o.dry_run) return loaded.dry_run_status;
+  LoadedModel loaded = load_model(o.load);
+  if (o.load.dry_run) return loaded.dry_run_status;
   std::unique_ptr<Engine> engine = std::move(loaded.engine);
   const MemoryPlan& plan = loaded.plan;
   const int n_threads = loaded.n_threads;
@@ -175,7 +137,7 @@ int run_command(const std::vector<std::string>& args) {
   RequestOptions request;
   request.max_tokens = o.n_predict;
   request.sampler = o.sampler;
-  if (request.sampler.seed == kRandomSeed) request.sampler.seed = std::random_device{}();
+  request.sampler.seed = resolve_seed(request.sampler.seed);
   std::unique_ptr<Session> session = engine->new_session();
   const uint64_t fingerprint = o.session.empty() ? 0 : model_fingerprint(engine->store().model());
   const bool restored = !o.session.empty() && load_session_file(o.session, *session, fingerprint);

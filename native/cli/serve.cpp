@@ -36,6 +36,17 @@ std::string find_web_root(const std::string& executable) {
   return "";
 }
 
+// The banner's note on the demo page: the package the page imports is a build output
+// (web/runnel-llm/, copied there by wasm/'s `npm run build`), absent from a fresh checkout.
+std::string web_root_note(const std::string& web_root) {
+  if (web_root.empty()) return "";
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::path(web_root) / "runnel-llm" / "dist" / "runnel.wasm", ec)) {
+    return ", demo page at /";
+  }
+  return ", demo page at / without its package: build it with (cd wasm && npm run build)";
+}
+
 }  // namespace
 
 int serve_command(const std::vector<std::string>& args) {
@@ -154,7 +165,7 @@ int serve_command(const std::vector<std::string>& args) {
                    loaded.n_streamed_layers > 0
                        ? (", streaming " + std::to_string(loaded.n_streamed_layers) + " layers").c_str()
                        : "",
-                   so.web_root.empty() ? "" : ", demo page at /");
+                   web_root_note(so.web_root).c_str());
     });
   } catch (...) {
     end_signal_thread();

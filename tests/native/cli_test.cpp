@@ -23,29 +23,14 @@
 #include "native/mmap_store.h"
 #include "native/version.h"
 #include "tests/core/model/tiny_model.h"
+#include "tests/native/scratch_dir.h"
 #include "tests/test_isa.h"
 
 namespace runnel {
 namespace {
 
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "runnel-cli-test-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~ScratchDir() { std::filesystem::remove_all(path_); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
-
-std::string read_all(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
+using test::read_all;
+using test::ScratchDir;
 
 struct CliResult {
   int status = -1;

@@ -56,12 +56,12 @@ TEST_CASE("mmap store: streamed layers are dropped and read back intact", "[memo
   }
   auto store = MmapStore::open(path);
   CHECK(!store->streaming());
-  // Budget for about 3 layers: the rest are streamed.
+  // Budget for about 5 layers: 3 resident next to 2 in transit, the rest streamed.
   uint64_t layer0 = 0;
   for (const GgufTensorInfo& t : store->model().tensors) {
     if (layer_of_tensor(t.name) == 0) layer0 += t.n_bytes;
   }
-  const int n_streamed = store->set_streaming(3 * layer0 + layer0 / 2);
+  const int n_streamed = store->set_streaming(5 * layer0 + layer0 / 2);
   CHECK(n_streamed == 30 - 3);
   CHECK(store->streaming());
   const GgufTensorInfo* t = store->model().find_tensor("blk.20.ffn_down.weight");

@@ -283,3 +283,141 @@ describe('runnel-llm: relaxed SIMD', () => {
     }
   });
 });
+
+// model.embed and the generation parameters against the native server (`runnel serve`,
+// started from RUNNEL_BIN): the same request, the same numbers.
+describe('runnel-llm and runnel serve', () => {
+  const kTexts = ['The cat sat on the mat.', 'A cat is sitting on a mat.', 'Quarterly revenue grew by 4 percent.',
+    'def add(a, b):\n    return a + b', 'Héllo wörld, 日本語 😀'];
+  const dot = (a, b) => a.reduce((s, v, i) => s + v * b[i], 0);
+  let serve; // tests/server/lib/server.mjs, imported once the binary is known to exist
+  before(async () => {
+    assert.ok(fs.existsSync(runnelBin), `no runnel binary at ${runnelBin} (set RUNNEL_BIN)`);
+    serve = await import('../server/lib/server.mjs');
+  });
+  async function post(server, route, body) {
+    const r = await fetch(`${server.url}${route}`, { method: 'POST', body: JSON.stringify(body),
+      headers: { 'Content-Type': 'application/json' } });
+    const json = await r.json();
+    assert.equal(r.status, 200, JSON.stringify(json));
+    return json;
+  }
+
+  async function nativeEmbeddings(isa) {
+    const server = await serve.startServer(['-t', '1', '-c', '512'], { env: { RUNNEL_ISA: isa } });
+    try {
+      return (await post(server, '/v1/embeddings', { input: kTexts })).data.map((d) => Float32Array.from(d.embedding));
+    } finally {
+      await serve.stopServer(server);
+    }
+  }
+
+  test('embed: unit vectors, deterministic, meaning-ordered, equal to /v1/embeddings (cosine > 0.999)', async (t) => {
+    const model = await loadModel({ path: modelPath }, { contextSize: 512 });
+    try {
+      const vectors = await model.embed(kTexts);
+      assert.equal(vectors.length, kTexts.length);
+      for (const v of vectors) {
+        assert.ok(v instanceof Float32Array);
+        assert.equal(v.length, model.info.nEmbd);
+        assert.ok(Math.abs(dot(v, v) - 1) < 1e-5, `norm² ${dot(v, v)}`);
+      }
+      // One text gives one vector; the same text gives the same bits.
+      const again = await model.embed(kTexts[0]);
+      assert.ok(again instanceof Float32Array);
+      assert.deepEqual(again, vectors[0]);
+      // Paraphrases are closer than unrelated texts.
+      assert.ok(dot(vectors[0], vectors[1]) > dot(vectors[0], vectors[2]) + 0.1,
+        `${dot(vectors[0], vectors[1])} vs ${dot(vectors[0], vectors[2])}`);
+      // Each native x86 kernel set against SIMD128: the same vectors up to the kernels'
+      // rounding (measured: cosine >= 0.99981 against AVX2 and AVX-512).
+      for (const isa of nativeSimdIsas()) {
+        const native = await nativeEmbeddings(isa);
+        const cosines = vectors.map((v, i) => dot(v, native[i]));
+        t.diagnostic(`cosine to native ${isa}: ${cosines.map((c) => c.toFixed(6)).join(' ')}`);
+        for (const [i, cosine] of cosines.entries()) {
+          assert.ok(cosine > 0.999, `${isa}, ${JSON.stringify(kTexts[i])}: cosine ${cosine}`);
+        }
+      }
+    } finally {
+      await model.dispose();
+    }
+  });
+
+  test('isa ref: embed gives /v1/embeddings\' numbers, bit for bit', async () => {
+    const model = await loadModel({ path: modelPath }, { contextSize: 512, isa: 'ref' });
+    try {
+      assert.deepEqual(await model.embed(kTexts), await nativeEmbeddings('ref'));
+    } finally {
+      await model.dispose();
+    }
+  });
+
+  test('embed: bad input is a clear error; a signal stops between texts', async () => {
+    const model = await loadModel({ path: modelPath }, { contextSize: 64 });
+    try {
+      await assert.rejects(model.embed([]), /non-empty array of strings/);
+      await assert.rejects(model.embed([1]), /non-empty array of strings/);
+      await assert.rejects(model.embed(['a', '']), /input\[1\] is empty/);
+      await assert.rejects(model.embed(['a', 'word '.repeat(100)]), /input\[1\] is \d+ tokens but the context is 64/);
+      await assert.rejects(model.embed(['a', 'b'], { signal: AbortSignal.abort() }), { name: 'AbortError' });
+      assert.equal((await model.embed('still works')).length, model.info.nEmbd);
+    } finally {
+      await model.dispose();
+    }
+  });
+
+  // With the scalar kernels on both sides the logits are the same bits, so a sampled
+  // completion with every request option the two share is the same text.
+  test('isa ref: the server\'s request options (seed, penalties, logit bias, stop) give its text', async () => {
+    const model = await loadModel({ path: modelPath }, { contextSize: 512, isa: 'ref' });
+    const server = await serve.startServer(['-t', '1', '-c', '512'], { env: { RUNNEL_ISA: 'ref' } });
+    try {
+      const prompt = 'Once upon a time, there was a little robot who';
+      const plain = await collect(model.createSession().generate(prompt, { temperature: 0, maxTokens: 24 }));
+      const [banned] = await model.tokenize(plain, { addSpecial: false }); // the greedy first token
+      const [favoured] = await model.tokenize(' dragon', { addSpecial: false });
+      const cases = [
+        [{ temperature: 0, max_tokens: 24, logit_bias: { [banned]: -100, [favoured]: 5 } },
+          { temperature: 0, maxTokens: 24, logitBias: { [banned]: -100, [favoured]: 5 } }],
+        [{ temperature: 0.9, top_k: 30, top_p: 0.9, min_p: 0.02, seed: 1234, presence_penalty: 0.6,
+          frequency_penalty: 0.4, repeat_penalty: 1.1, max_tokens: 32, stop: ['\n\n'] },
+        { temperature: 0.9, topK: 30, topP: 0.9, minP: 0.02, seed: 1234, presencePenalty: 0.6,
+          frequencyPenalty: 0.4, repeatPenalty: 1.1, maxTokens: 32, stop: ['\n\n'] }],
+      ];
+      for (const [wire, params] of cases) {
+        const native = await post(server, '/v1/completions', { prompt, ...wire });
+        const session = model.createSession();
+        const text = await collect(session.generate(prompt, params));
+        assert.ok(text.length > 0);
+        assert.equal(text, native.choices[0].text, JSON.stringify(params));
+        assert.equal(session.lastStats.finishReason, native.choices[0].finish_reason);
+      }
+      // The bias does something (a Map works like an object).
+      const first = await model.detokenize([banned]);
+      assert.ok(plain.startsWith(first));
+      const biased = await collect(model.createSession().generate(prompt,
+        { temperature: 0, maxTokens: 24, logitBias: new Map([[banned, -100]]) }));
+      assert.ok(!biased.startsWith(first), JSON.stringify(biased));
+    } finally {
+      await serve.stopServer(server);
+      await model.dispose();
+    }
+  });
+
+  test('bad request options are clear errors, as the server\'s', async () => {
+    const session = model0.createSession();
+    const run = (params) => collect(session.generate('x', params));
+    await assert.rejects(run({ logitBias: { 49152: 1 } }), /logitBias key '49152' is not a token id in \[0, 49152\)/);
+    await assert.rejects(run({ logitBias: { '-1': 1 } }), /logitBias: -1 is not a token id/);
+    await assert.rejects(run({ logitBias: { 5: 101 } }), /logitBias\[5\] must be a number in \[-100, 100\]/);
+    await assert.rejects(run({ logitBias: 'x' }), /logitBias must be an object/);
+    await assert.rejects(run({ presencePenalty: 'lots' }), /presencePenalty must be a finite number/);
+    await assert.rejects(run({ repeatPenalty: 0 }), /repeat_penalty/);
+    await assert.rejects(run({ stop: [1] }), /stop must be a string or an array of strings/);
+    await assert.rejects(run({ max_tokens: 5 }), /unknown generation parameter max_tokens/);
+  });
+  let model0;
+  before(async () => (model0 = await loadModel({ path: modelPath }, { contextSize: 256 })));
+  after(async () => model0?.dispose());
+});

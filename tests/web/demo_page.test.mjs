@@ -29,12 +29,11 @@ const kQuestion = 'Name three colours of the rainbow.';
 const kQuery = 'autoload&temperature=0&maxTokens=24&context=1024';
 
 // What the same wasm engine answers in Node: the page must show exactly this.
-async function nodeReply(options = {}) {
+async function nodeReply(options = {}, messages = [{ role: 'user', content: kQuestion }]) {
   const model = await loadModel({ path: modelPath }, { contextSize: 1024, ...options });
   try {
     let text = '';
-    for await (const p of model.createSession().chat([{ role: 'user', content: kQuestion }],
-      { temperature: 0, maxTokens: 24 })) text += p;
+    for await (const p of model.createSession().chat(messages, { temperature: 0, maxTokens: 24 })) text += p;
     return text;
   } finally {
     await model.dispose();
@@ -50,6 +49,7 @@ async function waitState(page, state, timeout = 120_000) {
   }
 }
 
+// Sends kQuestion; returns the reply's text (data-text: the page shows it as Markdown).
 async function chat(page) {
   await page.fill('#prompt', kQuestion);
   await page.click('#send');
@@ -57,8 +57,12 @@ async function chat(page) {
   await waitState(page, 'ready');
   const error = await page.textContent('#error');
   assert.equal(error, '', `page error: ${error}`);
-  return page.textContent('.msg.assistant');
+  return page.$$eval('.msg.assistant', (els) => els.at(-1).dataset.text);
 }
+
+// The conversation on the page: [[role, text], ...].
+const shownConversation = (page) =>
+  page.$$eval('.msg', (els) => els.map((e) => [e.classList.contains('user') ? 'user' : 'assistant', e.dataset.text]));
 
 const modelRequests = (server) => server.log.filter((r) => r.path === modelRoute);
 
@@ -101,7 +105,7 @@ describe('demo page in Chromium', () => {
       assert.match(await page.textContent('#cached-list'), new RegExp(path.basename(modelPath)));
 
       // Second visit (the tab reloaded): the weights come from OPFS; no request for
-      // the model at all.
+      // the model at all. The conversation is still there; "New chat" starts afresh.
       server.log.length = 0;
       await page.close();
       const again = await context.newPage();
@@ -109,6 +113,9 @@ describe('demo page in Chromium', () => {
       await waitState(again, 'ready');
       assert.equal(await again.getAttribute('body', 'data-cached'), 'true');
       assert.deepEqual(modelRequests(server), []);
+      assert.deepEqual(await shownConversation(again), [['user', kQuestion], ['assistant', expected]]);
+      await again.click('#new-chat');
+      assert.deepEqual(await shownConversation(again), []);
       assert.equal(await chat(again), expected);
       // A second tab while the first holds the OPFS file open: still no download.
       const third = await context.newPage();
@@ -217,6 +224,147 @@ describe('demo page in Chromium', () => {
       assert.equal(await chat(page), expected);
     } finally {
       await context.close();
+    }
+  });
+});
+
+describe('demo page: controls, Markdown, conversation, missing package', () => {
+  let browser;
+  let server;
+  before(async () => {
+    server = await startServer({ routes: [{ prefix: '/', dir: path.join(root, 'web') }], files: { [modelRoute]: modelPath } });
+    browser = await launchChromium();
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  test('temperature and system prompt controls (URL parameters as defaults); the chat survives a reload', async () => {
+    const system = 'You answer in Markdown, with a bulleted list.';
+    const expected = await nodeReply({}, [{ role: 'system', content: system }, { role: 'user', content: kQuestion }]);
+    assert.notEqual(expected, await nodeReply(), 'the system prompt changes the reply');
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      await page.goto(`${server.url}/?${kQuery.replace('temperature=0', 'temperature=1.3')}&system=${encodeURIComponent('Be brief.')}`);
+      assert.equal(await page.inputValue('#temperature'), '1.3');
+      assert.equal(await page.inputValue('#system-prompt'), 'Be brief.');
+      await waitState(page, 'ready');
+      // The controls, not the URL, decide: greedy, with this system prompt.
+      await page.fill('#temperature', '0');
+      await page.fill('#system-prompt', system);
+      assert.equal(await chat(page), expected);
+      // A temperature the engine refuses is reported on the page.
+      await page.fill('#temperature', '-1');
+      await page.fill('#prompt', 'x');
+      await page.click('#send');
+      await page.waitForFunction(() => /temperature/.test(document.getElementById('error').textContent), null,
+        { timeout: 30_000 });
+      await waitState(page, 'ready');
+      // After a reload the conversation is back (the failed turn too, with an empty reply).
+      await page.reload();
+      await waitState(page, 'ready');
+      assert.deepEqual(await shownConversation(page),
+        [['user', kQuestion], ['assistant', expected], ['user', 'x'], ['assistant', '']]);
+      await page.click('#new-chat');
+      await page.reload();
+      await waitState(page, 'ready');
+      assert.deepEqual(await shownConversation(page), []);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('replies render as Markdown; the model\'s text never becomes markup', async () => {
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      await page.goto(`${server.url}/`);
+      const reply = '## Colours\nThe **three** are *red*, `green` and:\n\n- blue\n- <img src=x onerror="window.pwned = 1">\n\n' +
+        '1. first\n2. <script>window.pwned = 2</script>\n\n```js\nconst a = "<b>not bold</b>";\n```';
+      // A conversation saved by an earlier visit, as the page stores it.
+      await page.evaluate((r) => localStorage.setItem('runnel-demo-conversation', JSON.stringify({
+        messages: [{ role: 'user', content: '<i>hi</i> **there**' }, { role: 'assistant', content: r }],
+      })), reply);
+      await page.reload();
+      await page.waitForFunction(() => document.querySelectorAll('.msg').length === 2);
+      const shown = await page.$eval('.msg.assistant', (e) => ({
+        h2: e.querySelector('h2')?.textContent,
+        strong: e.querySelector('p strong')?.textContent,
+        em: e.querySelector('p em')?.textContent,
+        code: e.querySelector('p code')?.textContent,
+        ul: [...e.querySelectorAll('ul > li')].map((li) => li.textContent),
+        ol: [...e.querySelectorAll('ol > li')].map((li) => li.textContent),
+        pre: e.querySelector('pre > code.language-js')?.textContent,
+        elements: [...e.querySelectorAll('*')].map((x) => x.tagName.toLowerCase()),
+        text: e.dataset.text,
+      }));
+      assert.equal(shown.h2, 'Colours');
+      assert.equal(shown.strong, 'three');
+      assert.equal(shown.em, 'red');
+      assert.equal(shown.code, 'green');
+      assert.deepEqual(shown.ul, ['blue', '<img src=x onerror="window.pwned = 1">']);
+      assert.deepEqual(shown.ol, ['first', '<script>window.pwned = 2</script>']);
+      assert.equal(shown.pre, 'const a = "<b>not bold</b>";');
+      assert.deepEqual([...new Set(shown.elements)].sort(), ['code', 'em', 'h2', 'li', 'ol', 'p', 'pre', 'strong', 'ul']);
+      assert.equal(shown.text, reply);
+      // The user's message is plain text.
+      assert.equal(await page.$eval('.msg.user', (e) => e.children.length), 0);
+      assert.equal(await page.textContent('.msg.user'), '<i>hi</i> **there**');
+      await page.waitForTimeout(200); // an <img onerror> would have run by now
+      assert.equal(await page.evaluate(() => window.pwned), undefined);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('model.embed through the Worker gives the vectors Node gives', async () => {
+    const texts = ['The cat sat on the mat.', 'Quarterly revenue grew by 4 percent.'];
+    const model = await loadModel({ path: modelPath }, { contextSize: 256 });
+    const inNode = (await model.embed(texts)).map((v) => Array.from(v));
+    await model.dispose();
+    const page = await browser.newPage();
+    try {
+      await page.goto(`${server.url}/`);
+      const inPage = await page.evaluate(async ([url, t]) => {
+        const { loadModel } = await import('/runnel-llm/js/index.js');
+        const m = await loadModel({ url }, { cache: false, contextSize: 256 });
+        const vectors = await m.embed(t);
+        const one = await m.embed(t[0]);
+        await m.dispose();
+        return { vectors: vectors.map((v) => [v.constructor.name, Array.from(v)]), one: one.constructor.name, simd: m.info.simd };
+      }, [`${server.url}${modelRoute}`, texts]);
+      assert.equal(inPage.one, 'Float32Array');
+      assert.deepEqual(inPage.vectors.map(([type]) => type), ['Float32Array', 'Float32Array']);
+      // The relaxed-SIMD and SIMD128 sets give the same bits, so whichever Node runs.
+      assert.equal(inPage.simd, 'simd128-relaxed');
+      assert.deepEqual(inPage.vectors.map(([, v]) => v), inNode);
+    } finally {
+      await page.close();
+    }
+  });
+
+  test('a copy of the page without runnel-llm/ says how to build it', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'runnel-web-'));
+    for (const f of fs.readdirSync(path.join(root, 'web'))) {
+      if (f !== 'runnel-llm') fs.cpSync(path.join(root, 'web', f), path.join(dir, f), { recursive: true });
+    }
+    const bare = await startServer({ routes: [{ prefix: '/', dir }] });
+    const page = await browser.newPage();
+    try {
+      await page.goto(`${bare.url}/?autoload`);
+      await waitState(page, 'unavailable', 30_000);
+      const error = await page.textContent('#error');
+      assert.match(error, /runnel-llm package did not load/);
+      assert.match(error, /\(cd wasm && npm run build\)/);
+      // The rest of the page is there: the threads list is filled, loading is off.
+      assert.ok((await page.$$('#threads option')).length >= 1);
+      assert.equal(await page.isDisabled('#load'), true);
+    } finally {
+      await page.close();
+      await bare.close();
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -77,6 +77,9 @@ export class LocalBackend {
   async detokenize(model, ids, opts) {
     return this.engine.detokenize(model, ids, opts);
   }
+  async embed(model, texts) {
+    return this.engine.embed(model, texts);
+  }
   async applyChatTemplate(model, messages) {
     return this.engine.applyChatTemplate(model, messages);
   }

@@ -185,6 +185,11 @@ export class Engine {
     });
   }
 
+  // texts: an array of strings -> one Float32Array [nEmbd] per text.
+  embed(model, texts) {
+    return this.call('embed', [model, JSON.stringify(texts)], { json: true }).embeddings.map((e) => Float32Array.from(e));
+  }
+
   applyChatTemplate(model, messages) {
     return this.call('apply_chat', [model, JSON.stringify(messages)], { json: true });
   }

@@ -110,24 +110,62 @@ class WorkerBackend {
     this.worker.terminate();
   }
 }
-for (const op of ['info', 'tokenize', 'detokenize', 'applyChatTemplate', 'newSession', 'freeSession', 'freeModel']) {
+for (const op of ['info', 'tokenize', 'detokenize', 'embed', 'applyChatTemplate', 'newSession', 'freeSession',
+  'freeModel']) {
   WorkerBackend.prototype[op] = function (...args) {
     return this.send(op, args);
   };
 }
 
+// The generation parameters: the same as `runnel serve`'s request fields where they map
+// (max_tokens, temperature, top_k, top_p, min_p, presence_penalty, frequency_penalty,
+// repeat_penalty, seed, stop, logit_bias), camelCased, plus typicalP and penaltyLastN.
+// Types are checked here; ranges in the engine (SamplerParams::validate), which names
+// the field.
+const kNumberParams = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'typicalP', 'repeatPenalty',
+  'frequencyPenalty', 'presencePenalty', 'penaltyLastN', 'seed'];
+const kKnownParams = new Set([...kNumberParams, 'stop', 'logitBias', 'signal']);
+
 function checkParams(params) {
+  if (params !== undefined && params !== null && typeof params !== 'object') {
+    throw new TypeError(`generation parameters must be an object, got ${typeof params}`);
+  }
   const p = { ...(params ?? {}) };
-  for (const key of ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'seed']) {
+  for (const key of Object.keys(p)) {
+    if (p[key] !== undefined && !kKnownParams.has(key)) {
+      throw new TypeError(`unknown generation parameter ${key} (known: ${[...kKnownParams].join(', ')})`);
+    }
+  }
+  for (const key of kNumberParams) {
     if (p[key] !== undefined && (typeof p[key] !== 'number' || !Number.isFinite(p[key]))) {
       throw new TypeError(`${key} must be a finite number, got ${p[key]}`);
     }
   }
-  if (p.stop !== undefined && typeof p.stop !== 'string' && !Array.isArray(p.stop)) {
+  if (p.stop !== undefined && typeof p.stop !== 'string' &&
+      !(Array.isArray(p.stop) && p.stop.every((s) => typeof s === 'string'))) {
     throw new TypeError('stop must be a string or an array of strings');
   }
+  if (p.logitBias !== undefined) p.logitBias = checkLogitBias(p.logitBias);
   const { signal, ...rest } = p;
   return { params: rest, signal };
+}
+
+// logitBias: { [tokenId]: bias } (OpenAI's logit_bias) or a Map / [[id, bias], ...];
+// bias in [-100, 100], -100 bans the token. The engine checks ids against the vocabulary.
+function checkLogitBias(bias) {
+  const entries = bias instanceof Map ? [...bias] : Array.isArray(bias) ? bias
+    : bias !== null && typeof bias === 'object' ? Object.entries(bias) : null;
+  if (entries === null) throw new TypeError('logitBias must be an object of token id -> bias');
+  const out = {};
+  for (const entry of entries) {
+    const [id, b] = Array.isArray(entry) ? entry : [];
+    if (!/^\d+$/.test(String(id))) throw new RangeError(`logitBias: ${id} is not a token id (an integer >= 0)`);
+    if (typeof b !== 'number' || !(b >= -100 && b <= 100)) {
+      throw new RangeError(`logitBias[${id}] must be a number in [-100, 100], got ${b}`);
+    }
+    out[String(Number(id))] = b;
+  }
+  return out;
 }
 
 export class Session {
@@ -195,6 +233,30 @@ export class Model {
 
   applyChatTemplate(messages) {
     return this.backend.applyChatTemplate(this.handle, messages);
+  }
+
+  // Sentence embeddings, as `runnel serve`'s /v1/embeddings: each text's final hidden
+  // states (after the output norm) mean-pooled and L2-normalized, [nEmbd] floats. One
+  // text gives one Float32Array, an array of texts an array of them (in order).
+  // options.signal (an AbortSignal) is checked between texts.
+  async embed(input, { signal } = {}) {
+    if (this.handle === null) throw new Error('this model was disposed');
+    const single = typeof input === 'string';
+    const texts = single ? [input] : input;
+    if (!Array.isArray(texts) || texts.length === 0 || !texts.every((t) => typeof t === 'string')) {
+      throw new TypeError('embed(input): input must be a string or a non-empty array of strings');
+    }
+    const out = [];
+    for (const [i, text] of texts.entries()) {
+      signal?.throwIfAborted();
+      // One text per call: a long list does not hold the worker between texts.
+      try {
+        out.push((await this.backend.embed(this.handle, [text]))[0]);
+      } catch (e) {
+        throw new Error(e.message.replace(/^input\[0\]/, `input[${i}]`));
+      }
+    }
+    return single ? out[0] : out;
   }
 
   // Fresh figures (resident bytes, bytes read) merged into model.info.

@@ -7,7 +7,10 @@
 
 #include <typeinfo>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <limits>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -46,6 +49,10 @@ struct Model {
   MemoryPlan plan;
   uint64_t file_weight_bytes = 0;  // the tensors' bytes in the file (what a load reads)
   int n_threads = 1;
+  // rn_embed's scratch session (Session::embed clears it before and after), made on
+  // first use and remade larger when a longer input comes: embeddings need no more
+  // cache than their longest input.
+  std::unique_ptr<Session> embed_session;
 };
 
 struct SessionSlot {
@@ -147,7 +154,29 @@ json model_info(const Model& m) {
   return info;
 }
 
-SamplerParams sampler_params(const json& p) {
+// params.logitBias: {"<token id>": bias in [-100, 100]} as OpenAI's logit_bias (what
+// `runnel serve` accepts); -100 bans the token.
+std::vector<std::pair<int32_t, float>> logit_bias(const json& p, int n_vocab) {
+  const auto it = p.find("logitBias");
+  if (it == p.end() || it->is_null()) return {};
+  if (!it->is_object()) throw std::invalid_argument("logitBias must be an object of token id -> bias, got " + it->dump());
+  std::vector<std::pair<int32_t, float>> out;
+  for (const auto& [key, value] : it->items()) {
+    char* end = nullptr;
+    const long id = std::strtol(key.c_str(), &end, 10);
+    if (key.empty() || *end != '\0' || id < 0 || id >= n_vocab) {
+      throw std::invalid_argument("logitBias key '" + key + "' is not a token id in [0, " + std::to_string(n_vocab) + ")");
+    }
+    if (!value.is_number() || !(value.get<double>() >= -100 && value.get<double>() <= 100)) {
+      throw std::invalid_argument("logitBias[" + key + "] must be a number in [-100, 100], got " + value.dump());
+    }
+    const double b = value.get<double>();
+    out.emplace_back(static_cast<int32_t>(id), b <= -100 ? -std::numeric_limits<float>::infinity() : static_cast<float>(b));
+  }
+  return out;
+}
+
+SamplerParams sampler_params(const json& p, int n_vocab) {
   SamplerParams s;
   s.temperature = field<float>(p, "temperature", s.temperature);
   s.top_k = field<int32_t>(p, "topK", s.top_k);
@@ -163,6 +192,7 @@ SamplerParams sampler_params(const json& p) {
     throw std::invalid_argument("seed must be a non-negative integer, got " + p["seed"].dump());
   }
   s.seed = static_cast<uint64_t>(seed);
+  s.logit_bias = logit_bias(p, n_vocab);
   s.validate();
   return s;
 }
@@ -270,7 +300,7 @@ EMSCRIPTEN_KEEPALIVE int rn_model_load(const char* request_json) {
     // The memory plan decides between loading whole and streaming layers.
     const ModelConfig config = ModelConfig::from_model(store->model());
     MemoryPlanOptions po;
-    po.n_ctx = eo.n_ctx > 0 ? eo.n_ctx : std::min(config.n_ctx_train, 4096);
+    po.n_ctx = eo.n_ctx > 0 ? eo.n_ctx : config.default_n_ctx();
     po.n_batch = eo.n_batch;
     po.kv_type = eo.kv_type;
     po.n_tasks = model->n_threads == 1 ? 1 : model->n_threads * kTasksPerThread;
@@ -293,7 +323,7 @@ EMSCRIPTEN_KEEPALIVE int rn_model_load(const char* request_json) {
         store->load_weights(0);
         break;
       case MemoryPlan::Fit::Streaming:
-        store->load_weights(plan.weight_budget(budget) - plan.non_layer_bytes);
+        store->load_weights(plan.layer_budget(budget));
         break;
       case MemoryPlan::Fit::DoesNotFit:
         throw std::invalid_argument("the model does not fit memoryBudget " + format_bytes(budget) + ": " +
@@ -348,6 +378,40 @@ EMSCRIPTEN_KEEPALIVE const char* rn_apply_chat(int model, const char* messages_j
   });
 }
 
+// ["text", ...] -> {"embeddings": [[n_embd floats], ...], "promptTokens": n}, or null.
+// As `runnel serve`'s /v1/embeddings: each text is tokenized with BOS as the model
+// wants and no special-token parsing, must fit the context, and becomes the mean of
+// its final-norm hidden states, L2-normalized (Session::embed).
+EMSCRIPTEN_KEEPALIVE const char* rn_embed(int model, const char* texts_json) {
+  return guarded<const char*>(nullptr, [&] {
+    Model& m = model_of(model);
+    const json texts = json::parse(texts_json);
+    if (!texts.is_array() || texts.empty()) throw std::invalid_argument("embed needs a text or a non-empty array of texts");
+    std::vector<std::vector<TokenId>> inputs;
+    int n_longest = 0, n_tokens = 0;
+    for (size_t i = 0; i < texts.size(); ++i) {
+      if (!texts[i].is_string()) throw std::invalid_argument("input[" + std::to_string(i) + "] must be a string, got " + texts[i].dump());
+      const std::string& text = texts[i].get_ref<const std::string&>();
+      if (text.empty()) throw std::invalid_argument("input[" + std::to_string(i) + "] is empty");
+      inputs.push_back(m.engine->tokenizer().encode(text, true, false));
+      const int n = static_cast<int>(inputs.back().size());
+      if (n > m.engine->n_ctx()) {
+        throw std::invalid_argument("input[" + std::to_string(i) + "] is " + std::to_string(n) +
+                                    " tokens but the context is " + std::to_string(m.engine->n_ctx()));
+      }
+      n_longest = std::max(n_longest, n);
+      n_tokens += n;
+    }
+    if (!m.embed_session || m.embed_session->n_ctx() < n_longest) {
+      m.embed_session.reset();  // free the smaller one first
+      m.embed_session = m.engine->new_session(std::min(m.engine->n_ctx(), std::max(n_longest, 256)));
+    }
+    json embeddings = json::array();
+    for (const std::vector<TokenId>& tokens : inputs) embeddings.push_back(m.embed_session->embed(tokens));
+    return answer(json{{"embeddings", std::move(embeddings)}, {"promptTokens", n_tokens}}.dump());
+  });
+}
+
 EMSCRIPTEN_KEEPALIVE int rn_session_new(int model, int n_ctx) {
   return guarded(0, [&] {
     Model& m = model_of(model);
@@ -373,7 +437,7 @@ EMSCRIPTEN_KEEPALIVE int rn_generate_start(int session, const char* request_json
     const json params = r.value("params", json::object());
     RequestOptions options;
     options.max_tokens = field<int>(params, "maxTokens", 256);
-    options.sampler = sampler_params(params);
+    options.sampler = sampler_params(params, m.engine->config().n_vocab);
     options.stop = stop_strings(params);
     const std::vector<TokenId> prompt = m.format->tokens(prompt_input(r));
     slot.bytes_read_at_start = m.store->bytes_read();

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "core/runtime/weight_store.h"
+#include "core/host/weight_store.h"
 #include "wasm/src/js_file.h"
 
 namespace runnel::wasm {
@@ -29,8 +29,9 @@ class JsStore : public WeightStore {
  public:
   // Parses every file's header (throws GgufError for bad files); reads no weights.
   static std::unique_ptr<JsStore> open(std::vector<JsFile> files);
-  // Reads the weights. layer_budget_bytes: 0 = load whole, else stream layers within
-  // that many bytes (at least the largest layer's size is used, so one always fits).
+  // Reads the weights. layer_budget_bytes (MemoryPlan::layer_budget): 0 = load whole,
+  // else stream layers within that many bytes (at least the largest layer's size is
+  // used, so one always fits).
   void load_weights(uint64_t layer_budget_bytes);
   // Called with bytes_read() after each tensor read (load progress).
   void on_load_progress(std::function<void(uint64_t)> fn) { on_load_progress_ = std::move(fn); }

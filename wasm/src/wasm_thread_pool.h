@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/runtime/parallel.h"
+#include "core/host/parallel.h"
 
 namespace runnel::wasm {
 

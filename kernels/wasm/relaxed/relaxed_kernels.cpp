@@ -127,8 +127,7 @@ inline void q4_k_chunk(const uint8_t* qs, const v128_t (&a)[kT][2], v128_t mask,
 // V8 schedules a block's loads ahead of the arithmetic that uses them; with the 8 chunk
 // loads of a sub-block live at once it ran out of registers and spilled them. Storing
 // the partial sums into `out` (rewritten with the results at the end) after every 2
-// chunks orders each chunk's arithmetic before the next loads (with the layout: 32 -> 38
-// G weights/s in cache, 30 -> 36 streamed from memory, 1 worker; wasm_kernel_bench.mjs).
+// chunks orders each chunk's arithmetic before the next loads.
 template <int kT>
 inline void q4_k_fence(const v128_t (&p)[2][kT], float* out, int32_t out_stride) {
   for (int t = 0; t < kT; ++t) {

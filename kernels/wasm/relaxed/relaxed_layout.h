@@ -54,15 +54,15 @@ static_assert(sizeof(BlockQ4_1x8R) == 8 * 20 + 32, "same size as BlockQ4_1x8");
 // m(r, s) (index i = 8 r + s), read only where a block ends, packed: mlo[j] holds the low
 // 4 bits of min j (low nibble) and j + 32 (high), mhi[j] the top 2 bits of mins j,
 // j + 16, j + 32 and j + 48 (bits 0-1, 2-3, 4-5, 6-7). (Packing the scales too, read once
-// per sub-block, and f16 d / dmin, widened where a block ends, each cost the 1-worker
-// product ~8% in the kernel micro-benchmark: more than the bytes they saved.)
+// per sub-block, and f16 d / dmin, widened where a block ends, each cost more speed than
+// the bytes they saved.)
 // qs[s][c][4 r + k] holds element 4c + k of sub-block s, row r in its low nibble and
 // row r + 4 in its high nibble. One 16-byte load is then 4 elements of all 8 rows: its
 // low nibbles dot with the activation's 4 elements splatted (rows 0-3), its high nibbles
 // with the same splat (rows 4-7), and a sub-block's int16 sums come out with lane pairs
 // by row, scaled by one i32x4.dot_i16x8 per 4 rows. The block streams in as one forward
 // run. (Rows' 32 elements per load, `qs[r / 4][s][r % 4]`, needed a splat of the row's
-// scale and a scale dot per row and load: 30 against 36 G weights/s streamed.)
+// scale and a scale dot per row and load: slower.)
 struct BlockQ4_Kx8R {
   float d[kRows];
   float dmin[kRows];
@@ -85,7 +85,7 @@ static_assert(sizeof(BlockQ4_Kx8R) == 8 * 150, "8 rows of 256: 1200 bytes");
 // (the kernel subtracts 32 through the group sums). Three ANDs give three quant vectors and
 // 8 operations the fourth: 11 against the 17 of 4-bit halves with the high bits in a third
 // vector. The runs must be one stream: the same bytes as two streams (low bits, high bits)
-// read ~6 against ~21 G weights/s from memory.
+// read several times slower from memory.
 struct SubQ6_Kx8R {
   int8_t scales[2][8];
   uint8_t q[4][3][16];

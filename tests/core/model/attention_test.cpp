@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/runtime/parallel.h"
+#include "core/host/parallel.h"
 #include "kernels/fp16.h"
 #include "kernels/kernels.h"
 #include "tests/test_isa.h"

@@ -9,7 +9,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "core/runtime/parallel.h"
+#include "core/host/parallel.h"
 #include "tests/core/model/repacked_check.h"
 
 namespace runnel {

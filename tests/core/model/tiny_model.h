@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/gguf/gguf_writer.h"
-#include "core/runtime/weight_store.h"
+#include "core/host/weight_store.h"
 #include "kernels/fp16.h"
 #include "kernels/kernels.h"
 #include "kernels/types.h"

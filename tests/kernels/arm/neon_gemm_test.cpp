@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/model/matmul.h"
-#include "core/runtime/parallel.h"
+#include "core/host/parallel.h"
 #include "kernels/arm/arm.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/blocks.h"

@@ -13,10 +13,12 @@ export const model = process.env.RUNNEL_MODEL ?? path.join(root, 'models/SmolLM2
 if (!existsSync(binary)) throw new Error(`no runnel binary at ${binary} (build it, or set RUNNEL_BIN)`);
 if (!existsSync(model)) throw new Error(`no model at ${model} (run scripts/fetch_models.sh, or set RUNNEL_MODEL)`);
 
-// Resolves to { url, port, child, stderr(), exited } once the server listens.
-export function startServer(extraArgs = [], { timeoutMs = 60000 } = {}) {
+// Resolves to { url, port, child, stderr(), exited } once the server listens. `env`
+// is added to this process's environment (RUNNEL_ISA, say).
+export function startServer(extraArgs = [], { timeoutMs = 60000, env = {} } = {}) {
   const child = spawn(binary, ['serve', '-m', model, '--port', '0', ...extraArgs], {
     stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
   });
   let stderr = '';
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));

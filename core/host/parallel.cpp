@@ -1,4 +1,4 @@
-#include "core/runtime/parallel.h"
+#include "core/host/parallel.h"
 
 namespace runnel {
 

@@ -1,4 +1,4 @@
-#include "core/runtime/weight_store.h"
+#include "core/host/weight_store.h"
 
 #include <limits>
 
