@@ -4,6 +4,7 @@
 // afterwards. Contracts (shapes, aliasing, rope conventions) are in kernels/ref/ops.h.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -41,6 +42,12 @@ struct FloatOps {
   // head), each result dot_f16_f32(n, w, a + j * a_stride) bit for bit.
   void (*dot_f16_f32_multi)(int64_t n, const uint16_t* w, const float* a, int64_t a_stride, int n_a,
                             float* out, int64_t out_stride) = nullptr;
+  // Optional: reads one byte of every 64-byte line of n rows of `bytes` bytes, `stride`
+  // bytes apart, so that attention's cache misses on a kv head's K slices / V rows
+  // (evicted by the weights streamed since) are in flight together instead of one row
+  // at a time behind the dot products. Wasm has no prefetch instruction; native code
+  // gained nothing from it (scripts/BENCHMARKS.md) and leaves it null.
+  void (*touch_rows)(const void* first, int n, size_t stride, size_t bytes) = nullptr;
 };
 
 // The scalar reference ops (always available; the oracle for every other ISA).

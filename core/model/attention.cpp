@@ -28,29 +28,10 @@ DotKernels f16_dot() {
                     float_ops().dot_f16_f32, f16.dequantize_row, float_ops().dot_f16_f32_multi};
 }
 
-// Wasm: loads one byte of every 64-byte line of n rows of `bytes` bytes, `stride` bytes
-// apart, so that the cache misses of a unit's K slices / V rows are in flight together
-// rather than one row at a time behind the dot products. A kv head's K slice is head_dim
-// halves every kv_dim halves and its V rows are n halves every n_ctx: 1 KB apart for the
-// 1B-shaped model at ctx 512, 4 rows to a 4 KB page, and the weights streamed since the
-// layer's last token have evicted them, so cold attention is much slower than warm.
-// (Wasm has no prefetch instruction; the volatile store keeps the loads.) Native code
-// gained nothing from it, with loads or with prefetch instructions, so there it does
-// nothing.
-void touch_rows([[maybe_unused]] const void* first, [[maybe_unused]] int n,
-                [[maybe_unused]] size_t stride, [[maybe_unused]] size_t bytes) {
-#if defined(__wasm__)
-  constexpr uintptr_t kLine = 64;
-  uint8_t x = 0;
-  for (int r = 0; r < n; ++r) {
-    const uintptr_t begin = reinterpret_cast<uintptr_t>(first) + static_cast<size_t>(r) * stride;
-    for (uintptr_t a = begin & ~(kLine - 1); a < begin + bytes; a += kLine) {
-      x ^= *reinterpret_cast<const uint8_t*>(a < begin ? begin : a);
-    }
-  }
-  volatile uint8_t sink = x;
-  (void)sink;
-#endif
+// Where the kernels offer it (wasm), a unit's K slices and V rows are touched first so
+// their cache misses overlap (FloatOps::touch_rows).
+void touch_rows(const void* first, int n, size_t stride, size_t bytes) {
+  if (const auto touch = float_ops().touch_rows) touch(first, n, stride, bytes);
 }
 
 // The same for a quantized cache (layouts in core/kv/kv_cache.h).

@@ -42,6 +42,8 @@ float dot_f16_f32(int64_t n, const uint16_t* w, const float* a);
 // each summed exactly as dot_f16_f32 sums it (the same bits).
 void dot_f16_f32_multi(int64_t n, const uint16_t* w, const float* a, int64_t a_stride, int n_a,
                        float* out, int64_t out_stride);
+// FloatOps::touch_rows: loads a byte of every cache line of the rows (attention's K / V).
+void touch_rows(const void* first, int n, size_t stride, size_t bytes);
 // f16 row -> floats, exact for every half (the KV cache's values, decoded per position).
 void dequantize_row_f16(const void* src, float* dst, int64_t n);
 // floats -> f16 row, bit-exact with ref (round to nearest even; the KV cache's stores,

@@ -305,4 +305,17 @@ void rope_apply(float* x, int64_t n_rot, const float* cos_sin, ref::RopeStyle st
   }
 }
 
+void touch_rows(const void* first, int n, size_t stride, size_t bytes) {
+  constexpr uintptr_t kLine = 64;
+  uint8_t x = 0;
+  for (int r = 0; r < n; ++r) {
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(first) + static_cast<size_t>(r) * stride;
+    for (uintptr_t a = begin & ~(kLine - 1); a < begin + bytes; a += kLine) {
+      x ^= *reinterpret_cast<const uint8_t*>(a < begin ? begin : a);
+    }
+  }
+  volatile uint8_t sink = x;  // keeps the loads
+  (void)sink;
+}
+
 }  // namespace runnel::simd128

@@ -72,6 +72,7 @@ FloatOps build_simd128_float_ops() {
   ops.rope_apply = simd128::rope_apply;
   ops.dot_f16_f32 = simd128::dot_f16_f32;
   ops.dot_f16_f32_multi = simd128::dot_f16_f32_multi;
+  ops.touch_rows = simd128::touch_rows;
   return ops;
 }
 

@@ -299,5 +299,19 @@ TEST_CASE("SIMD128 f16 rows decode exactly like ref, all 65536 halfs", "[simd128
   }
   CHECK(bad == 0);
 }
+
+TEST_CASE("SIMD128 float ops touch attention's K / V rows first; ref does not", "[simd128]") {
+  // The wasm table offers the cache-line touch (no prefetch instruction in wasm); the
+  // reference ops, which native tables start from, leave it null.
+  REQUIRE(simd128_float_ops()->touch_rows != nullptr);
+  CHECK(ref_float_ops().touch_rows == nullptr);
+  // Rows of 99 bytes every 1000 from an unaligned start: the touch only reads.
+  std::vector<uint8_t> buf(3 * 1000 + 100, 7);
+  const std::vector<uint8_t> before = buf;
+  simd128_float_ops()->touch_rows(buf.data() + 1, 3, 1000, 99);
+  simd128_float_ops()->touch_rows(buf.data(), 0, 1000, 99);  // no rows
+  CHECK(buf == before);
+}
+
 }  // namespace
 }  // namespace runnel
