@@ -122,6 +122,30 @@ void attend_group(const ModelConfig& c, const KvCache& kv, int layer, const floa
 
 }  // namespace
 
+namespace {
+
+// Tasks' rows on separate cache lines.
+size_t act_stride_for(size_t act_row_bytes) { return (act_row_bytes + 63) / 64 * 64; }
+// A widened row of max(n_ctx, head_dim) floats, in whole SIMD groups.
+size_t act_f32_stride_for(int n_ctx, int head_dim) {
+  return (static_cast<size_t>(std::max(n_ctx, head_dim)) + 15) / 16 * 16;
+}
+
+}  // namespace
+
+uint64_t AttentionScratch::bytes(int n_tasks, int n_ctx, int head_dim, int group, size_t act_row_bytes,
+                                 bool widened) {
+  const uint64_t g = static_cast<uint64_t>(std::max(1, group));
+  const uint64_t per_task = 4 * g * n_ctx + act_stride_for(act_row_bytes) + 4ull * head_dim +
+                            (widened ? 4 * g * act_f32_stride_for(n_ctx, head_dim) : 0);
+  return static_cast<uint64_t>(n_tasks) * per_task;
+}
+
+uint64_t AttentionScratch::allocated_bytes() const {
+  return scores_.size() * sizeof(float) + act_.size() + v_tmp_.size() * sizeof(float) +
+         act_f32_.size() * sizeof(float);
+}
+
 AttentionScratch::AttentionScratch(int n_tasks, int n_ctx, int head_dim, int group)
     : n_tasks_(n_tasks), n_ctx_(n_ctx), head_dim_(head_dim), group_(std::max(1, group)) {
   const GgmlType fmt = kernels().of(GgmlType::F16).vec_dot_type;
@@ -129,13 +153,11 @@ AttentionScratch::AttentionScratch(int n_tasks, int n_ctx, int head_dim, int gro
     throw std::logic_error("attention needs an unblocked F16 dot format, the kernels use " +
                            std::string(traits(fmt).name));
   }
-  act_stride_ = row_bytes(fmt, std::max(n_ctx, head_dim));
-  act_stride_ = (act_stride_ + 63) / 64 * 64;  // tasks' rows on separate cache lines
+  act_stride_ = act_stride_for(row_bytes(fmt, std::max(n_ctx, head_dim)));
   scores_.resize(static_cast<size_t>(n_tasks) * group_ * n_ctx);
   act_.resize(static_cast<size_t>(n_tasks) * act_stride_);
   v_tmp_.resize(static_cast<size_t>(n_tasks) * head_dim);
-  act_f32_stride_ =
-      float_ops().dot_f16_f32 ? (static_cast<size_t>(std::max(n_ctx, head_dim)) + 15) / 16 * 16 : 0;
+  act_f32_stride_ = float_ops().dot_f16_f32 ? act_f32_stride_for(n_ctx, head_dim) : 0;
   act_f32_.resize(static_cast<size_t>(n_tasks) * group_ * act_f32_stride_);
 }
 

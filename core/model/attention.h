@@ -19,6 +19,13 @@ class AttentionScratch {
   // table's F16 dot takes a blocked format.
   AttentionScratch(int n_tasks, int n_ctx, int head_dim, int group = 1);
 
+  // What the constructor allocates, for the memory plan: act_row_bytes is a row of
+  // max(n_ctx, head_dim) elements in the F16 dot's format; widened: the kernels offer
+  // FloatOps::dot_f16_f32 (wasm).
+  static uint64_t bytes(int n_tasks, int n_ctx, int head_dim, int group, size_t act_row_bytes,
+                        bool widened);
+  uint64_t allocated_bytes() const;
+
   int n_tasks() const { return n_tasks_; }
   int group() const { return group_; }
   // [n_ctx] floats: scores, then probabilities, of the task's j-th head.

@@ -34,6 +34,23 @@ ForwardScratch::ForwardScratch(const LlamaModel& model, int n_batch_, int n_ctx,
   embd_row.resize(model.embedding_row_bytes());
 }
 
+uint64_t ForwardScratch::float_bytes(const ModelConfig& c, int n_batch, bool all_logits) {
+  const uint64_t b = static_cast<uint64_t>(n_batch);
+  const uint64_t per_token = 3ull * c.n_embd + c.q_dim() + c.kv_dim() + c.v_dim() + c.attn_out_dim() +
+                             2ull * c.n_ff + c.n_rot;
+  const uint64_t per_layer = static_cast<uint64_t>(c.n_embd) + c.q_dim() + c.kv_dim() + c.v_dim();
+  return 4 * (b * per_token + per_layer + (all_logits ? b : 1) * static_cast<uint64_t>(c.n_vocab));
+}
+
+uint64_t ForwardScratch::float_bytes_allocated() const {
+  size_t n = 0;
+  for (const std::vector<float>* v : {&x, &xb, &q, &k, &v, &attn, &proj, &gate, &up, &norm_w, &bias_q, &bias_k,
+                                      &bias_v, &rope, &logits}) {
+    n += v->size();
+  }
+  return n * sizeof(float);
+}
+
 ForwardScratch::ForwardScratch(const ModelConfig& c, int n_batch_, int n_ctx, int n_tasks_,
                                bool all_logits)
     : n_batch(n_batch_),

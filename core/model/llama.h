@@ -27,6 +27,10 @@ class LlamaModel;
 struct ForwardScratch {
   // n_tasks: the most tasks attention is cut into (n_tasks_for(par, INT_MAX)).
   ForwardScratch(const LlamaModel& model, int n_batch, int n_ctx, int n_tasks, bool all_logits);
+  // The bytes of the float buffers below (x .. logits) for a model of config `c`, for
+  // the memory plan; float_bytes_allocated() is what this one holds.
+  static uint64_t float_bytes(const ModelConfig& c, int n_batch, bool all_logits);
+  uint64_t float_bytes_allocated() const;
 
   int n_batch;
   std::vector<float> x;       // [n_batch, n_embd]  the residual stream

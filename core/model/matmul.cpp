@@ -122,6 +122,12 @@ void run_rows(const PreparedJob& p, int n_tokens, int64_t r0, int64_t r1) {
 
 }  // namespace
 
+uint64_t MatmulScratch::bytes(int n_tokens, size_t max_row_bytes, size_t max_pack_bytes) {
+  const uint64_t n = static_cast<uint64_t>(n_tokens);
+  const uint64_t packed = n_tokens >= kMinGemmTokens ? (n + kGemmCols - 1) / kGemmCols * max_pack_bytes : 0;
+  return kMaxFormats * (n * max_row_bytes + packed + n * (max_row_bytes / 32 + 1) * sizeof(int32_t));
+}
+
 MatmulScratch::MatmulScratch(int n_tokens, size_t max_row_bytes, size_t max_pack_bytes)
     : slot_bytes_(static_cast<size_t>(n_tokens) * max_row_bytes),
       packed_slot_bytes_(n_tokens >= kMinGemmTokens

@@ -47,6 +47,9 @@ class MatmulScratch {
   // Room for up to kMaxFormats formats of n_tokens rows of at most max_row_bytes, and
   // as many packed groups of kGemmCols rows of at most max_pack_bytes each.
   MatmulScratch(int n_tokens, size_t max_row_bytes, size_t max_pack_bytes = 0);
+  // What that constructor allocates, for the memory plan.
+  static uint64_t bytes(int n_tokens, size_t max_row_bytes, size_t max_pack_bytes);
+  uint64_t allocated_bytes() const { return bytes_.size() + packed_.size() + sums_.size() * sizeof(int32_t); }
 
   static constexpr int kMaxFormats = 3;  // distinct partner formats in one job group
 

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "core/kv/kv_cache.h"
+#include "core/model/llama.h"
 #include "core/host/weight_store.h"
 #include "kernels/kernels.h"
 
@@ -29,31 +30,21 @@ uint64_t plan_kv_bytes(const ModelConfig& c, const MemoryPlanOptions& o) {
 }
 
 uint64_t plan_scratch_bytes(const ModelConfig& c, const MemoryPlanOptions& o, bool float_gemm) {
-  const uint64_t b = static_cast<uint64_t>(std::min(o.n_batch, o.n_ctx));
-  // ForwardScratch's float buffers (core/model/llama.h)
-  uint64_t floats = b * (3ull * c.n_embd + c.q_dim() + c.kv_dim() + c.v_dim() + c.attn_out_dim() + 2ull * c.n_ff +
-                         c.n_rot);
-  floats += static_cast<uint64_t>(c.n_embd) + c.q_dim() + c.kv_dim() + c.v_dim();
-  floats += (o.all_logits ? b : 1) * static_cast<uint64_t>(c.n_vocab);
-  // MatmulScratch: three formats of b rows of at most float32 width, and their packed
-  // groups of kGemmCols rows for the batched products (at most 1.25 bytes an element for
-  // quantized weights; 4 for float weights, whose groups are f32: float_gemm_pack.h)
+  const int b = std::min(o.n_batch, o.n_ctx);
+  // MatmulScratch: rows of at most float32 width, and packed groups of kGemmCols rows at
+  // most 1.25 bytes an element for quantized weights, 4 for float weights (f32 groups,
+  // float_gemm_pack.h)
   const uint64_t widest = static_cast<uint64_t>(std::max(c.n_embd, c.n_ff));
-  const uint64_t b_groups = (b + kGemmCols - 1) / kGemmCols * kGemmCols;
-  const uint64_t packed =
-      float_gemm ? b_groups * ((widest + 7) / 8 * 8) * 4 : b_groups * widest * 5 / 4;
-  const uint64_t matmul = 3 * b * widest * 4ull + 3 * packed;
-  // AttentionScratch per task: scores of a kv head's query heads, an f16 row (64-byte
-  // rounded), a V row, and where the kernels offer dot_f16_f32 (wasm) those query heads'
-  // rows widened back to floats (counted everywhere: < 1 MiB)
-  const uint64_t head = static_cast<uint64_t>(std::max(c.head_dim, c.head_dim_v));
-  const uint64_t group = static_cast<uint64_t>(std::max(1, c.n_head / std::max(1, c.n_head_kv)));
-  const uint64_t longest = std::max<uint64_t>(o.n_ctx, head);
-  const uint64_t act = (2 * longest + 63) / 64 * 64;
-  const uint64_t widened = 4 * group * ((longest + 15) / 16 * 16);
-  const uint64_t attention =
-      static_cast<uint64_t>(o.n_tasks) * (4ull * group * o.n_ctx + act + 4 * head + widened);
-  return static_cast<uint64_t>(o.n_sessions) * (4 * floats + matmul + attention);
+  const uint64_t pack = float_gemm ? kGemmCols * ((widest + 7) / 8 * 8) * 4 : kGemmCols * widest * 5 / 4;
+  const uint64_t matmul = MatmulScratch::bytes(b, widest * 4, pack);
+  // AttentionScratch: f16 rows (the F16 dot's format), widened rows counted everywhere
+  // (wasm's; < 1 MiB)
+  const int head = std::max(c.head_dim, c.head_dim_v);
+  const int group = std::max(1, c.n_head / std::max(1, c.n_head_kv));
+  const size_t f16_row = 2 * static_cast<size_t>(std::max(o.n_ctx, head));
+  const uint64_t attention = AttentionScratch::bytes(o.n_tasks, o.n_ctx, head, group, f16_row, true);
+  return static_cast<uint64_t>(o.n_sessions) *
+         (ForwardScratch::float_bytes(c, b, o.all_logits) + matmul + attention);
 }
 
 namespace {

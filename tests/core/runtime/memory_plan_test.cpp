@@ -5,7 +5,10 @@
 #include <fstream>
 #include <vector>
 
+#include "core/model/llama.h"
 #include "core/runtime/memory_plan.h"
+#include "kernels/ops.h"
+#include "tests/core/model/tiny_model.h"
 
 namespace runnel {
 namespace {
@@ -51,13 +54,36 @@ TEST_CASE("memory plan: scratch of the 1B shape by hand", "[plan]") {
   const ModelConfig c = llama_shape(2048, 16, 8192);
   // floats: 64 x (3*2048 + 2048 + 512 + 512 + 2048 + 2*8192 + 64) + (2048 + 2048 + 512 + 512) + 128256
   const uint64_t floats = 64ull * (6144 + 2048 + 512 + 512 + 2048 + 16384 + 64) + 5120 + 128256;
-  const uint64_t matmul = 3ull * 64 * 8192 * 4 + 3ull * 64 * 8192 * 5 / 4;  // rows + packed groups
+  // rows + packed groups + gemm_x8's per-block sums of each row (an int per 32 bytes)
+  const uint64_t sums = 3ull * 64 * (8192 * 4 / 32 + 1) * 4;
+  const uint64_t matmul = 3ull * 64 * 8192 * 4 + 3ull * 64 * 8192 * 5 / 4 + sums;
   // per task: 4 heads' scores, an f16 row, a V row, 4 widened rows (wasm)
   const uint64_t attention = 8ull * (4 * 4 * 4096 + 2 * 4096 + 4 * 64 + 4 * 4 * 4096);
   CHECK(plan_scratch_bytes(c, o) == 4 * floats + matmul + attention);
   // float matrices: packed f32 groups, 4 bytes an element of the 8-token groups
-  const uint64_t float_matmul = 3ull * 64 * 8192 * 4 + 3ull * 64 * 8192 * 4;
+  const uint64_t float_matmul = 3ull * 64 * 8192 * 4 + 3ull * 64 * 8192 * 4 + sums;
   CHECK(plan_scratch_bytes(c, o, true) == 4 * floats + float_matmul + attention);
+}
+
+TEST_CASE("memory plan: the scratch types report what they allocate", "[plan]") {
+  // The plan takes each type's own size function: they must match the allocations.
+  for (const int group : {1, 4}) {
+    const AttentionScratch att(3, 100, 64, group);
+    CHECK(att.allocated_bytes() == AttentionScratch::bytes(3, 100, 64, group, 2 * 100,
+                                                          float_ops().dot_f16_f32 != nullptr));
+  }
+  for (const int n_tokens : {1, 2, 3, 64}) {  // packed groups from 3 tokens on
+    const MatmulScratch mm(n_tokens, 1000, 320);
+    CHECK(mm.allocated_bytes() == MatmulScratch::bytes(n_tokens, 1000, 320));
+  }
+  const test::TinyModel m = test::build_tiny_model({});
+  const std::unique_ptr<WeightStore> store = m.store();
+  const ModelConfig config = ModelConfig::from_model(store->model());
+  const LlamaModel model(config, *store);
+  for (const bool all_logits : {false, true}) {
+    const ForwardScratch s(model, 8, 64, 4, all_logits);
+    CHECK(s.float_bytes_allocated() == ForwardScratch::float_bytes(config, 8, all_logits));
+  }
 }
 
 TEST_CASE("memory plan: fit, streaming and the description", "[plan]") {
