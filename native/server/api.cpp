@@ -208,7 +208,10 @@ json parse_json_body(std::string_view body) {
 }
 
 GenerationRequest parse_generation_request(std::string_view body, bool chat, int n_vocab) {
-  const json req = parse_json_body(body);
+  return generation_request_from_json(parse_json_body(body), chat, n_vocab);
+}
+
+GenerationRequest generation_request_from_json(const json& req, bool chat, int n_vocab) {
   if (!req.is_object()) wrong_type("body", "a JSON object", req);
   GenerationRequest out;
   out.chat = chat;
@@ -310,7 +313,10 @@ GenerationRequest parse_generation_request(std::string_view body, bool chat, int
 }
 
 EmbeddingRequest parse_embedding_request(std::string_view body) {
-  const json req = parse_json_body(body);
+  return embedding_request_from_json(parse_json_body(body));
+}
+
+EmbeddingRequest embedding_request_from_json(const json& req) {
   if (!req.is_object()) wrong_type("body", "a JSON object", req);
   EmbeddingRequest out;
   if (const json* m = field(req, "model")) {

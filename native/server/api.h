@@ -45,6 +45,8 @@ struct GenerationRequest {
 
 // Parse + validate. `body` is the raw request text. n_vocab bounds logit_bias ids.
 GenerationRequest parse_generation_request(std::string_view body, bool chat, int n_vocab);
+// The same for a body already parsed (the server parses each body once).
+GenerationRequest generation_request_from_json(const json& body, bool chat, int n_vocab);
 
 enum class Endpoint { ChatCompletions, Completions, Embeddings };
 
@@ -68,6 +70,7 @@ struct EmbeddingRequest {
 // Base64 of the float32 little-endian bytes of v.
 std::string base64_floats(const std::vector<float>& v);
 EmbeddingRequest parse_embedding_request(std::string_view body);
+EmbeddingRequest embedding_request_from_json(const json& body);
 
 // Parses JSON text, turning syntax errors into a 400 that names the position.
 json parse_json_body(std::string_view body);

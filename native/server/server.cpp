@@ -197,13 +197,13 @@ void Server::install_routes() {
     res.set_content(metrics_text(), "text/plain; version=0.0.4");
   });
   h.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    if (admit_fields(req, res, Endpoint::ChatCompletions)) handle_generation(req, res, true);
+    handle_generation(req, res, true);
   });
   h.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    if (admit_fields(req, res, Endpoint::Completions)) handle_generation(req, res, false);
+    handle_generation(req, res, false);
   });
   h.Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) {
-    if (admit_fields(req, res, Endpoint::Embeddings)) handle_embeddings(req, res);
+    handle_embeddings(req, res);
   });
   if (!options_.web_root.empty()) {
     if (!std::filesystem::exists(std::filesystem::path(options_.web_root) / "index.html")) {
@@ -350,7 +350,9 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
   GenerationRequest request;
   RequestOptions options;
   try {
-    request = parse_generation_request(req.body, chat, engine_->config().n_vocab);
+    const json body = parse_json_body(req.body);
+    if (!admit_fields(req, res, body, chat ? Endpoint::ChatCompletions : Endpoint::Completions)) return;
+    request = generation_request_from_json(body, chat, engine_->config().n_vocab);
     check_model_name(request.model);
     prompt = prompt_format_.tokens(chat ? PromptInput::from_messages(request.messages)
                                         : PromptInput::from_text(request.prompt));
@@ -454,7 +456,9 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
 
 void Server::handle_embeddings(const httplib::Request& req, httplib::Response& res) {
   try {
-    const EmbeddingRequest request = parse_embedding_request(req.body);
+    const json body = parse_json_body(req.body);
+    if (!admit_fields(req, res, body, Endpoint::Embeddings)) return;
+    const EmbeddingRequest request = embedding_request_from_json(body);
     check_model_name(request.model);
     if (shutting_down_) throw ApiError(503, "the server is shutting down", "", "shutting_down", "server_error");
     std::vector<std::vector<TokenId>> inputs;
@@ -498,10 +502,9 @@ void Server::handle_embeddings(const httplib::Request& req, httplib::Response& r
 // Strict unless --lenient: a request for what this server does not implement (tools,
 // JSON mode, logprobs) gets a 400 naming the field rather than a reply that silently
 // lacks it. Returns whether the handler should go on.
-bool Server::admit_fields(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
-  // A body that is not a JSON object is left to the handler, which refuses it with its
-  // own message.
-  const json body = json::parse(req.body, nullptr, false);
+bool Server::admit_fields(const httplib::Request& req, httplib::Response& res, const json& body,
+                          Endpoint endpoint) {
+  // A body that is not a JSON object is left to the parser, which refuses it.
   const std::vector<std::string> fields = unsupported_fields(body, endpoint);
   if (fields.empty()) return true;
   if (!options_.lenient) {

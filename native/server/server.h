@@ -79,7 +79,7 @@ class Server {
   };
 
   void install_routes();
-  bool admit_fields(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
+  bool admit_fields(const httplib::Request& req, httplib::Response& res, const json& body, Endpoint endpoint);
   void begin_request_log();
   void note_usage(const Usage& usage, const std::string& finish_reason);
   void log_request(const httplib::Request& req, const httplib::Response& res);

@@ -6,12 +6,10 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 
-import { startServer, stopServer, parseMetrics, model } from './lib/server.mjs';
+import { kNoEnd, model, parseMetrics, startServer, stopServer } from './lib/server.mjs';
 import path from 'node:path';
 
 const alias = path.basename(model);
-// SmolLM2's end tokens (<|endoftext|>, <|im_end|>): banned where a test needs length.
-const kNoEnd = { 0: -100, 2: -100 };
 
 let server;
 let client;

@@ -7,15 +7,13 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 
-import { startServer, stopServer, runServe, waitForStderr } from './lib/server.mjs';
+import { kNoEnd, runServe, startServer, stopServer, waitForStderr } from './lib/server.mjs';
 
 const question = [{ role: 'user', content: 'What is the name of the capital city of France?' }];
 const weatherTool = {
   type: 'function',
   function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
 };
-// SmolLM2's end tokens (<|endoftext|>, <|im_end|>): banned where a test needs length.
-const kNoEnd = { 0: -100, 2: -100 };
 
 let server;
 let client;

@@ -8,6 +8,9 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const binary = process.env.RUNNEL_BIN ?? process.env.RUNNEL_BINARY ?? path.join(root, 'build-release/runnel');
+// SmolLM2's end tokens (<|endoftext|>, <|im_end|>) as a logit_bias: banned where a test
+// needs length.
+export const kNoEnd = { 0: -100, 2: -100 };
 export const model = process.env.RUNNEL_MODEL ?? path.join(root, 'models/SmolLM2-135M-Instruct.Q4_1.gguf');
 
 if (!existsSync(binary)) throw new Error(`no runnel binary at ${binary} (build it, or set RUNNEL_BIN)`);
