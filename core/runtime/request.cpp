@@ -6,13 +6,6 @@
 namespace runnel {
 namespace {
 
-size_t common_prefix(const std::vector<TokenId>& a, const std::vector<TokenId>& b) {
-  const size_t n = std::min(a.size(), b.size());
-  size_t i = 0;
-  while (i < n && a[i] == b[i]) ++i;
-  return i;
-}
-
 FinishReason from_stop_reason(StopReason stop) {
   switch (stop) {
     case StopReason::EndOfGeneration: return FinishReason::Stop;
@@ -149,6 +142,13 @@ std::string StopMatcher::flush() {
   std::string out;
   if (!stopped_) out.swap(pending_);
   return out;
+}
+
+size_t common_prefix(const std::vector<TokenId>& a, const std::vector<TokenId>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
 }
 
 void check_request_fits(int n_prompt, const RequestOptions& options, int n_ctx, bool shifts_context) {

@@ -110,6 +110,10 @@ struct RequestOptions {
   std::function<void(int step, std::span<const float> logits)> on_logits;
 };
 
+// How many leading tokens `a` and `b` share: what a session holding `a` reuses of a
+// prompt `b` (RequestRun; the server picks the slot that shares the most).
+size_t common_prefix(const std::vector<TokenId>& a, const std::vector<TokenId>& b);
+
 // The fit check RequestRun starts with, for front ends that answer before a session is
 // free (the server, before queueing): throws RequestError with the numbers.
 void check_request_fits(int n_prompt, const RequestOptions& options, int n_ctx, bool shifts_context);

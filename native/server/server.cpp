@@ -35,13 +35,6 @@ void send_error(httplib::Response& res, const ApiError& e) {
   res.set_content(e.body().dump(), "application/json");
 }
 
-size_t common_prefix(const std::vector<TokenId>& a, const std::vector<TokenId>& b) {
-  const size_t n = std::min(a.size(), b.size());
-  size_t i = 0;
-  while (i < n && a[i] == b[i]) ++i;
-  return i;
-}
-
 // A refused request as OpenAI's 400, naming the field (the core names it; a chat's
 // prompt is its messages).
 ApiError api_error(const RequestError& e, bool chat) {
