@@ -144,6 +144,20 @@ std::string StopMatcher::flush() {
   return out;
 }
 
+std::vector<std::vector<TokenId>> embedding_inputs(const Engine& engine, const std::vector<std::string>& texts) {
+  std::vector<std::vector<TokenId>> inputs;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    inputs.push_back(engine.tokenizer().encode(texts[i], true, false));
+    const int n = static_cast<int>(inputs.back().size());
+    if (n > engine.n_ctx()) {
+      throw RequestError("input[" + std::to_string(i) + "] is " + std::to_string(n) + " tokens but the context is " +
+                             std::to_string(engine.n_ctx()),
+                         "input", "context_length_exceeded");
+    }
+  }
+  return inputs;
+}
+
 size_t common_prefix(const std::vector<TokenId>& a, const std::vector<TokenId>& b) {
   const size_t n = std::min(a.size(), b.size());
   size_t i = 0;

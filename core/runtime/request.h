@@ -110,6 +110,12 @@ struct RequestOptions {
   std::function<void(int step, std::span<const float> logits)> on_logits;
 };
 
+// Texts to embed (the server's /v1/embeddings, runnel-llm's embed()) as token ids, each
+// with the tokenizer's special tokens and no special-token parsing. Throws RequestError
+// (field "input", code context_length_exceeded) for a text longer than the context:
+// "input[i] is N tokens but the context is M".
+std::vector<std::vector<TokenId>> embedding_inputs(const Engine& engine, const std::vector<std::string>& texts);
+
 // How many leading tokens `a` and `b` share: what a session holding `a` reuses of a
 // prompt `b` (RequestRun; the server picks the slot that shares the most).
 size_t common_prefix(const std::vector<TokenId>& a, const std::vector<TokenId>& b);

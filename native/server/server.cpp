@@ -454,19 +454,9 @@ void Server::handle_embeddings(const httplib::Request& req, httplib::Response& r
     const EmbeddingRequest request = embedding_request_from_json(body);
     check_model_name(request.model);
     if (shutting_down_) throw ApiError(503, "the server is shutting down", "", "shutting_down", "server_error");
-    std::vector<std::vector<TokenId>> inputs;
+    const std::vector<std::vector<TokenId>> inputs = embedding_inputs(*engine_, request.inputs);
     int n_tokens = 0;
-    for (size_t i = 0; i < request.inputs.size(); ++i) {
-      inputs.push_back(engine_->tokenizer().encode(request.inputs[i], true, false));
-      const int n = static_cast<int>(inputs.back().size());
-      if (n > engine_->n_ctx()) {
-        throw ApiError(400,
-                       "input[" + std::to_string(i) + "] is " + std::to_string(n) + " tokens but the context is " +
-                           std::to_string(engine_->n_ctx()),
-                       "input", "context_length_exceeded");
-      }
-      n_tokens += n;
-    }
+    for (const std::vector<TokenId>& input : inputs) n_tokens += static_cast<int>(input.size());
     note_usage({n_tokens, 0, 0}, "");
     json data = json::array();
     {
@@ -487,6 +477,8 @@ void Server::handle_embeddings(const httplib::Request& req, httplib::Response& r
                     "application/json");
   } catch (const ApiError& e) {
     send_error(res, e);
+  } catch (const RequestError& e) {
+    send_error(res, api_error(e, false));
   } catch (const std::invalid_argument& e) {
     send_error(res, ApiError(400, e.what()));
   }

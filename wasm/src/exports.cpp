@@ -387,20 +387,17 @@ EMSCRIPTEN_KEEPALIVE const char* rn_embed(int model, const char* texts_json) {
     Model& m = model_of(model);
     const json texts = json::parse(texts_json);
     if (!texts.is_array() || texts.empty()) throw std::invalid_argument("embed needs a text or a non-empty array of texts");
-    std::vector<std::vector<TokenId>> inputs;
-    int n_longest = 0, n_tokens = 0;
+    std::vector<std::string> strings;
     for (size_t i = 0; i < texts.size(); ++i) {
       if (!texts[i].is_string()) throw std::invalid_argument("input[" + std::to_string(i) + "] must be a string, got " + texts[i].dump());
-      const std::string& text = texts[i].get_ref<const std::string&>();
-      if (text.empty()) throw std::invalid_argument("input[" + std::to_string(i) + "] is empty");
-      inputs.push_back(m.engine->tokenizer().encode(text, true, false));
-      const int n = static_cast<int>(inputs.back().size());
-      if (n > m.engine->n_ctx()) {
-        throw std::invalid_argument("input[" + std::to_string(i) + "] is " + std::to_string(n) +
-                                    " tokens but the context is " + std::to_string(m.engine->n_ctx()));
-      }
-      n_longest = std::max(n_longest, n);
-      n_tokens += n;
+      if (texts[i].get_ref<const std::string&>().empty()) throw std::invalid_argument("input[" + std::to_string(i) + "] is empty");
+      strings.push_back(texts[i].get<std::string>());
+    }
+    const std::vector<std::vector<TokenId>> inputs = embedding_inputs(*m.engine, strings);
+    int n_longest = 0, n_tokens = 0;
+    for (const std::vector<TokenId>& input : inputs) {
+      n_longest = std::max(n_longest, static_cast<int>(input.size()));
+      n_tokens += static_cast<int>(input.size());
     }
     if (!m.embed_session || m.embed_session->n_ctx() < n_longest) {
       m.embed_session.reset();  // free the smaller one first

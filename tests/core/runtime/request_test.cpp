@@ -125,6 +125,18 @@ TEST_CASE("request: prompts become tokens with the template and BOS policy", "[r
         "prompt/invalid_value: a prompt needs exactly one of messages, text or tokens (got 2)");
 }
 
+TEST_CASE("request: embedding inputs are the texts' tokens, each within the context", "[request]") {
+  const test::TinyModel m = test::build_tiny_model({});
+  const std::unique_ptr<Engine> e = engine_of(m);  // n_ctx 32
+  const std::vector<std::vector<TokenId>> ids = embedding_inputs(*e, {"a b", "c"});
+  REQUIRE(ids.size() == 2);
+  CHECK(ids[0] == e->tokenizer().encode("a b", true, false));
+  CHECK(ids[1] == e->tokenizer().encode("c", true, false));
+  const std::string long_text(40, 'a');  // a token a letter, + BOS
+  CHECK(refusal([&] { embedding_inputs(*e, {"a", long_text}); }) ==
+        "input/context_length_exceeded: input[1] is 41 tokens but the context is 32");
+}
+
 TEST_CASE("request: a request that does not fit is refused before any work, naming the field", "[request]") {
   const test::TinyModel m = test::build_tiny_model({});
   const std::unique_ptr<Engine> e = engine_of(m);
