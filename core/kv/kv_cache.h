@@ -66,7 +66,7 @@ class KvCache {
 
   // Moves every layer's entries of positions [from, from + count) to [to, to + count)
   // (to < from: a context shift closing a gap). K rows keep their old rotation: the
-  // model re-rotates them (LlamaModel::rerotate_keys).
+  // model re-rotates them (Model::rerotate_keys).
   void move_positions(int from, int to, int count);
   // Mutable K row, for re-rotation.
   uint8_t* k_row_mut(int layer, int pos) {

@@ -34,30 +34,42 @@ void touch_rows(const void* first, int n, size_t stride, size_t bytes) {
   if (const auto touch = float_ops().touch_rows) touch(first, n, stride, bytes);
 }
 
+// The cache positions one query attends to: [first, first + n).
+struct Keys {
+  int first;
+  int n;
+};
+
+// Scaled scores -> probabilities, soft-capped first where the family says (gemma2).
+void to_probabilities(const ModelConfig& c, float* scores, int n) {
+  if (c.attn_softcap > 0.0f) float_ops().softcap(scores, n, c.attn_softcap);
+  float_ops().softmax(scores, n);
+}
+
 // The same for a quantized cache (layouts in core/kv/kv_cache.h).
 void attend_one_quantized(const ModelConfig& c, const KvCache& kv, int layer, const float* q, int kv_head,
-                          int n_past, float scale, float* scores, uint8_t* act, float* v_tmp, float* out) {
+                          Keys keys, float scale, float* scores, uint8_t* act, float* v_tmp, float* out) {
   const TypeKernels& t = kernels().of(kv.type());
-  const int n = n_past + 1;
+  const int n = keys.n;
   kernels().of(t.vec_dot_type).quantize_row(q, act, c.head_dim);
   const size_t k_off = row_bytes(kv.type(), static_cast<int64_t>(kv_head) * c.head_dim);
   const size_t v_off = row_bytes(kv.type(), static_cast<int64_t>(kv_head) * c.head_dim_v);
-  touch_rows(kv.k_row(layer, 0) + k_off, n, kv.k_row_bytes(), row_bytes(kv.type(), c.head_dim));
-  touch_rows(kv.v_pos(layer, 0) + v_off, n, kv.v_row_bytes(), row_bytes(kv.type(), c.head_dim_v));
-  for (int p = 0; p < n; ++p) scores[p] = t.vec_dot(c.head_dim, kv.k_row(layer, p) + k_off, act) * scale;
-  float_ops().softmax(scores, n);
+  touch_rows(kv.k_row(layer, keys.first) + k_off, n, kv.k_row_bytes(), row_bytes(kv.type(), c.head_dim));
+  touch_rows(kv.v_pos(layer, keys.first) + v_off, n, kv.v_row_bytes(), row_bytes(kv.type(), c.head_dim_v));
+  for (int p = 0; p < n; ++p) scores[p] = t.vec_dot(c.head_dim, kv.k_row(layer, keys.first + p) + k_off, act) * scale;
+  to_probabilities(c, scores, n);
   std::fill(out, out + c.head_dim_v, 0.0f);
   for (int p = 0; p < n; ++p) {
-    t.dequantize_row(kv.v_pos(layer, p) + v_off, v_tmp, c.head_dim_v);
+    t.dequantize_row(kv.v_pos(layer, keys.first + p) + v_off, v_tmp, c.head_dim_v);
     float_ops().axpy(v_tmp, out, c.head_dim_v, scores[p]);
   }
 }
 
-// One query head of one token against positions [0, n_past].
+// One query head of one token against cache positions keys.first .. keys.first + keys.n - 1.
 void attend_one(const ModelConfig& c, const KvCache& kv, int layer, const float* q, int kv_head,
-                int n_past, float scale, const DotKernels& k, float* scores, uint8_t* act,
+                Keys keys, float scale, const DotKernels& k, float* scores, uint8_t* act,
                 float* act_f32, float* out) {
-  const int n = n_past + 1;
+  const int n = keys.n;
   // The query / probabilities are rounded to the dot's format (f16) either way; dot_f32
   // saves widening them again for every row.
   auto dot = [&](int64_t len, const uint16_t* row) {
@@ -71,23 +83,23 @@ void attend_one(const ModelConfig& c, const KvCache& kv, int layer, const float*
   prepare(q, c.head_dim);
   const int k_off = kv_head * c.head_dim;
   const int v_off = kv_head * c.head_dim_v;
-  touch_rows(kv.k(layer, 0) + k_off, n, kv.k_row_bytes(), c.head_dim * sizeof(uint16_t));
-  touch_rows(kv.v_row(layer, v_off), c.head_dim_v, kv.n_ctx() * sizeof(uint16_t),
+  touch_rows(kv.k(layer, keys.first) + k_off, n, kv.k_row_bytes(), c.head_dim * sizeof(uint16_t));
+  touch_rows(kv.v_row(layer, v_off) + keys.first, c.head_dim_v, kv.n_ctx() * sizeof(uint16_t),
              n * sizeof(uint16_t));
-  for (int t = 0; t < n; ++t) scores[t] = dot(c.head_dim, kv.k(layer, t) + k_off) * scale;
-  float_ops().softmax(scores, n);
-  // out[d] = probabilities . V^T[d][0..n)
+  for (int t = 0; t < n; ++t) scores[t] = dot(c.head_dim, kv.k(layer, keys.first + t) + k_off) * scale;
+  to_probabilities(c, scores, n);
+  // out[d] = probabilities . V^T[d][first .. first + n)
   prepare(scores, n);
-  for (int d = 0; d < c.head_dim_v; ++d) out[d] = dot(n, kv.v_row(layer, v_off + d));
+  for (int d = 0; d < c.head_dim_v; ++d) out[d] = dot(n, kv.v_row(layer, v_off + d) + keys.first);
 }
 
 // Query heads kv_head * group .. + group - 1 of one token (q, out: the first of them),
 // which all read kv head kv_head: attend_one's steps, with each K slice and V row
 // widened once and dotted with the group's queries / probabilities in one call.
 void attend_group(const ModelConfig& c, const KvCache& kv, int layer, const float* q, int kv_head,
-                  int group, int n_past, float scale, const DotKernels& k, AttentionScratch& s,
+                  int group, Keys keys, float scale, const DotKernels& k, AttentionScratch& s,
                   int task, float* out) {
-  const int n = n_past + 1;
+  const int n = keys.n;
   uint8_t* act = s.act(task);
   const int64_t a_stride = static_cast<int64_t>(s.act_f32_stride());
   const int64_t s_stride = static_cast<int64_t>(s.scores_stride());
@@ -100,22 +112,22 @@ void attend_group(const ModelConfig& c, const KvCache& kv, int layer, const floa
   // scores[j][0..n): q_j . k_t / sqrt(head_dim), then probabilities, rounded and widened
   const int k_off = kv_head * c.head_dim;
   const int v_off = kv_head * c.head_dim_v;
-  touch_rows(kv.k(layer, 0) + k_off, n, kv.k_row_bytes(), c.head_dim * sizeof(uint16_t));
-  touch_rows(kv.v_row(layer, v_off), c.head_dim_v, kv.n_ctx() * sizeof(uint16_t),
+  touch_rows(kv.k(layer, keys.first) + k_off, n, kv.k_row_bytes(), c.head_dim * sizeof(uint16_t));
+  touch_rows(kv.v_row(layer, v_off) + keys.first, c.head_dim_v, kv.n_ctx() * sizeof(uint16_t),
              n * sizeof(uint16_t));
   for (int t = 0; t < n; ++t) {
-    k.dot_multi(c.head_dim, kv.k(layer, t) + k_off, s.act_f32(task), a_stride, group, scores + t,
+    k.dot_multi(c.head_dim, kv.k(layer, keys.first + t) + k_off, s.act_f32(task), a_stride, group, scores + t,
                 s_stride);
     for (int j = 0; j < group; ++j) scores[j * s_stride + t] *= scale;
   }
   for (int j = 0; j < group; ++j) {
-    float_ops().softmax(scores + j * s_stride, n);
+    to_probabilities(c, scores + j * s_stride, n);
     k.to_act(scores + j * s_stride, act, n);
     k.widen(act, s.act_f32(task, j), n);
   }
-  // out[j][d] = probabilities_j . V^T[d][0..n)
+  // out[j][d] = probabilities_j . V^T[d][first .. first + n)
   for (int d = 0; d < c.head_dim_v; ++d) {
-    k.dot_multi(n, kv.v_row(layer, v_off + d), s.act_f32(task), a_stride, group, out + d,
+    k.dot_multi(n, kv.v_row(layer, v_off + d) + keys.first, s.act_f32(task), a_stride, group, out + d,
                 c.head_dim_v);
   }
 }
@@ -164,7 +176,8 @@ AttentionScratch::AttentionScratch(int n_tasks, int n_ctx, int head_dim, int gro
 void attention(Parallel& par, const ModelConfig& c, const KvCache& kv, int layer, const float* q,
                int n_tokens, int pos0, AttentionScratch& scratch, float* out) {
   const int group = c.n_head / c.n_head_kv;  // query heads per kv head
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const float scale = c.attn_scale > 0.0f ? c.attn_scale : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const bool sliding = c.is_swa(layer);
   DotKernels k = f16_dot();
   if (scratch.act_f32(0) == nullptr) k.dot_f32 = nullptr;  // scratch made for other kernels
   // A task's unit of work: a (token, kv head) pair and its query heads where widening is
@@ -179,15 +192,19 @@ void attention(Parallel& par, const ModelConfig& c, const KvCache& kv, int layer
     for (int unit = static_cast<int>(split_begin(n_units, task, n_tasks)); unit < end; ++unit) {
       const int i = unit / per_token;
       const int h = grouped ? unit % per_token * group : unit % per_token;  // (first) query head
+      // token i at position p sees keys [0, p], or its window (p - n_swa, p]
+      const int p = pos0 + i;
+      const int first = sliding ? std::max(0, p - c.n_swa + 1) : 0;
+      const Keys keys{first, p + 1 - first};
       const float* qh = q + static_cast<size_t>(i) * c.q_dim() + h * c.head_dim;
       float* oh = out + static_cast<size_t>(i) * c.attn_out_dim() + h * c.head_dim_v;
       if (grouped) {
-        attend_group(c, kv, layer, qh, h / group, group, pos0 + i, scale, k, scratch, task, oh);
+        attend_group(c, kv, layer, qh, h / group, group, keys, scale, k, scratch, task, oh);
       } else if (kv.v_transposed()) {
-        attend_one(c, kv, layer, qh, h / group, pos0 + i, scale, k, scratch.scores(task),
+        attend_one(c, kv, layer, qh, h / group, keys, scale, k, scratch.scores(task),
                    scratch.act(task), scratch.act_f32(task), oh);
       } else {
-        attend_one_quantized(c, kv, layer, qh, h / group, pos0 + i, scale, scratch.scores(task), scratch.act(task),
+        attend_one_quantized(c, kv, layer, qh, h / group, keys, scale, scratch.scores(task), scratch.act(task),
                              scratch.v_tmp(task), oh);
       }
     }

@@ -59,8 +59,10 @@ class AttentionScratch {
   std::vector<float> act_f32_;  // [n_tasks][group][max(n_ctx, head_dim)], with dot_f16_f32
 };
 
-// For each token i of the batch (position pos0 + i) and query head h:
-//   out[i][h] = softmax(q[i][h] . K[0..pos0+i] / sqrt(head_dim)) . V[0..pos0+i]
+// For each token i of the batch (position p = pos0 + i) and query head h:
+//   out[i][h] = softmax(cap(q[i][h] . K[first..p] * attn_scale)) . V[first..p]
+// where first = 0, or p - n_swa + 1 (at least 0) on a sliding-window layer, and cap is
+// the soft-cap c.attn_softcap where set (gemma2).
 // The batch's own k, v must already be in `kv` (layer `layer`). Queries and
 // probabilities are rounded to the F16 dot's partner format (f16), like llama.cpp;
 // with a q8_0/q4_0 cache, queries are quantized to the type's partner format (Q8_0)

@@ -1,5 +1,6 @@
 #include "core/model/config.h"
 
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -67,16 +68,100 @@ void read_rope_scaling(const GgufMetadata& md, const std::string& arch, ModelCon
   throw GgufError("rope scaling type '" + *type + "' is not supported (supported: none, linear)");
 }
 
+struct ArchInfo {
+  Arch arch;
+  std::string_view name;
+};
+
+constexpr ArchInfo kArchs[] = {
+    {Arch::Llama, "llama"},   {Arch::Qwen2, "qwen2"},   {Arch::Qwen3, "qwen3"},
+    {Arch::Gemma, "gemma"},   {Arch::Gemma2, "gemma2"}, {Arch::Gemma3, "gemma3"},
+};
+
+bool is_gemma(Arch a) { return a == Arch::Gemma || a == Arch::Gemma2 || a == Arch::Gemma3; }
+
+// The family's fixed traits (what its GGUF metadata does not state).
+void set_family_traits(ModelConfig& c) {
+  c.rope_type = c.arch == Arch::Llama ? RopeType::Normal : RopeType::Neox;
+  c.has_qkv_bias = c.arch == Arch::Qwen2;
+  c.has_qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Gemma3;
+  c.has_post_norms = c.arch == Arch::Gemma2 || c.arch == Arch::Gemma3;
+  if (is_gemma(c.arch)) c.ffn_act = FfnAct::Gelu;
+}
+
+// Which layers use the sliding window: the key's per-layer flags, or a period n where
+// every n-th layer (the last of each period) attends globally, as llama.cpp reads it.
+void read_swa_layers(const GgufMetadata& md, const std::string& arch, int default_period, ModelConfig& c) {
+  c.swa_layers.assign(c.n_layer, true);
+  const std::string key = key_of(arch, "attention.sliding_window_pattern");
+  if (const GgufValue* v = md.find(key); v && v->type == GgufType::ARRAY) {
+    if (static_cast<int>(v->array_size()) != c.n_layer) {
+      throw GgufError("metadata " + key + ": " + std::to_string(v->array_size()) + " flags for " +
+                      std::to_string(c.n_layer) + " layers");
+    }
+    if (v->elem_type == GgufType::BOOL) {
+      c.swa_layers = std::get<std::vector<bool>>(v->value);
+    } else {
+      const std::optional<std::vector<int64_t>> flags = md.find_i64_array(key);
+      for (int l = 0; l < c.n_layer; ++l) c.swa_layers[l] = (*flags)[l] != 0;
+    }
+    return;
+  }
+  const int period = read_int(md, key, 0, default_period);
+  for (int l = 0; l < c.n_layer; ++l) c.swa_layers[l] = period == 0 || l % period < period - 1;
+}
+
+// Sliding windows, soft-capping, the embedding scale and the attention scale.
+void read_family_hparams(const GgufMetadata& md, const std::string& a, ModelConfig& c) {
+  c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  if (is_gemma(c.arch)) c.embd_scale = std::sqrt(static_cast<float>(c.n_embd));
+  // Gemma 2 / 3 27B scale queries by the model width per head, not the head size.
+  if ((c.arch == Arch::Gemma2 && c.n_layer == 46) || (c.arch == Arch::Gemma3 && c.n_layer == 62)) {
+    c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.n_embd / c.n_head));
+  }
+  if (c.arch == Arch::Gemma2) {
+    c.attn_softcap = read_float(md, key_of(a, "attn_logit_softcapping"), 0.0f, false);
+    c.final_softcap = read_float(md, key_of(a, "final_logit_softcapping"), 0.0f, false);
+  }
+  if (c.arch == Arch::Gemma3) c.final_softcap = read_float(md, key_of(a, "final_logit_softcapping"), 0.0f, false);
+  if (c.attn_softcap < 0.0f || c.final_softcap < 0.0f) {
+    throw GgufError("metadata " + key_of(a, "*_logit_softcapping") + ": expected a non-negative cap");
+  }
+
+  const std::string swa_key = key_of(a, "attention.sliding_window");
+  c.rope_freq_base_swa = c.rope_freq_base;
+  c.rope_freq_scale_swa = c.rope_freq_scale;
+  if (c.arch == Arch::Gemma2) {
+    c.n_swa = read_int(md, swa_key, 0, 4096);  // Gemma 2's window when the file omits it
+    read_swa_layers(md, a, 2, c);
+  } else if (c.arch == Arch::Gemma3) {
+    c.n_swa = read_int(md, swa_key, 0, 0);
+    read_swa_layers(md, a, 6, c);
+    c.rope_freq_base_swa = 10000.0f;  // Gemma 3's local layers keep the original base
+    c.rope_freq_scale_swa = 1.0f;
+  } else if (c.arch == Arch::Llama) {
+    // Mistral v0.1 style: every layer slides (unless the pattern key says otherwise).
+    // llama.cpp ignores this key; the model was trained with it.
+    c.n_swa = read_int(md, swa_key, 0, 0);
+    if (c.n_swa > 0) read_swa_layers(md, a, 0, c);
+  }
+  c.rope_freq_base_swa = read_float(md, key_of(a, "rope.freq_base_swa"), c.rope_freq_base_swa, true);
+  if (c.swa_layers.empty()) c.swa_layers.assign(c.n_layer, false);
+}
+
 }  // namespace
 
 std::string_view arch_name(Arch arch) {
-  switch (arch) {
-    case Arch::Llama:
-      return "llama";
-    case Arch::Qwen2:
-      return "qwen2";
+  for (const ArchInfo& info : kArchs) {
+    if (info.arch == arch) return info.name;
   }
   return "?";
+}
+
+std::string supported_arch_list() {
+  std::string list;
+  for (const ArchInfo& info : kArchs) list += (list.empty() ? "" : ", ") + std::string(info.name);
+  return list;
 }
 
 ModelConfig ModelConfig::from_model(const GgufModel& model) {
@@ -84,16 +169,13 @@ ModelConfig ModelConfig::from_model(const GgufModel& model) {
   ModelConfig c;
   const std::optional<std::string> arch = md.find_string("general.architecture");
   if (!arch) throw GgufError("missing metadata key 'general.architecture'");
-  if (*arch == "llama") {
-    c.arch = Arch::Llama;
-    c.rope_type = RopeType::Normal;
-  } else if (*arch == "qwen2") {
-    c.arch = Arch::Qwen2;
-    c.rope_type = RopeType::Neox;
-    c.has_qkv_bias = true;
-  } else {
-    throw GgufError("unsupported architecture '" + *arch + "' (supported: llama, qwen2)");
+  const ArchInfo* info = nullptr;
+  for (const ArchInfo& i : kArchs) {
+    if (i.name == *arch) info = &i;
   }
+  if (!info) throw GgufError("unsupported architecture '" + *arch + "' (supported: " + supported_arch_list() + ")");
+  c.arch = info->arch;
+  set_family_traits(c);
   c.arch_name = *arch;
   const std::string& a = *arch;
   if (model.tensors.empty()) {
@@ -148,7 +230,10 @@ ModelConfig ModelConfig::from_model(const GgufModel& model) {
         "token_embd.weight");
   }
 
-  c.tied_output = model.find_tensor("output.weight") == nullptr;
+  read_family_hparams(md, a, c);
+  // Gemma 1 and 2 always read the embedding as the lm_head, like llama.cpp.
+  c.tied_output = model.find_tensor("output.weight") == nullptr || c.arch == Arch::Gemma ||
+                  c.arch == Arch::Gemma2;
   c.has_rope_freqs = model.find_tensor("rope_freqs.weight") != nullptr;
   validate_tensors(c, model);
   return c;
@@ -168,11 +253,17 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) {
       t.push_back({layer_name(l, "attn_k.bias"), {c.kv_dim()}});
       t.push_back({layer_name(l, "attn_v.bias"), {c.v_dim()}});
     }
+    if (c.has_qk_norm) {
+      t.push_back({layer_name(l, "attn_q_norm.weight"), {c.head_dim}});
+      t.push_back({layer_name(l, "attn_k_norm.weight"), {c.head_dim}});
+    }
     t.push_back({layer_name(l, "attn_output.weight"), {c.attn_out_dim(), c.n_embd}});
+    if (c.has_post_norms) t.push_back({layer_name(l, "post_attention_norm.weight"), {c.n_embd}});
     t.push_back({layer_name(l, "ffn_norm.weight"), {c.n_embd}});
     t.push_back({layer_name(l, "ffn_gate.weight"), {c.n_embd, c.n_ff}});
     t.push_back({layer_name(l, "ffn_up.weight"), {c.n_embd, c.n_ff}});
     t.push_back({layer_name(l, "ffn_down.weight"), {c.n_ff, c.n_embd}});
+    if (c.has_post_norms) t.push_back({layer_name(l, "post_ffw_norm.weight"), {c.n_embd}});
   }
   t.push_back({"output_norm.weight", {c.n_embd}});
   if (!c.tied_output) t.push_back({"output.weight", {c.n_embd, c.n_vocab}});

@@ -11,11 +11,17 @@
 
 namespace runnel {
 
-enum class Arch { Llama, Qwen2 };
+// The architectures runnel runs (GGUF general.architecture). Each family has one
+// forward function: llama, qwen2, qwen3 -> Model::forward_llama (core/model/llama.cpp);
+// gemma, gemma2, gemma3 -> Model::forward_gemma (core/model/gemma.cpp).
+enum class Arch { Llama, Qwen2, Qwen3, Gemma, Gemma2, Gemma3 };
 
 // How rope pairs dimensions: Normal rotates (2i, 2i+1) (llama), Neox rotates
-// (i, i + n_rot/2) (qwen2).
+// (i, i + n_rot/2) (qwen2, qwen3, gemma).
 enum class RopeType { Normal, Neox };
+
+// The feed-forward gate: silu(gate) * up (llama, qwen) or gelu(gate) * up (gemma).
+enum class FfnAct { Silu, Gelu };
 
 struct ModelConfig {
   Arch arch = Arch::Llama;
@@ -38,8 +44,23 @@ struct ModelConfig {
   float rope_freq_scale = 1.0f;  // 1 / rope.scaling.factor for linear scaling
   bool has_rope_freqs = false;   // rope_freqs.weight: per-pair divisors (llama3)
 
-  bool has_qkv_bias = false;  // qwen2
-  bool tied_output = false;   // no output.weight: the lm_head is token_embd.weight
+  bool has_qkv_bias = false;    // qwen2
+  bool has_qk_norm = false;     // qwen3, gemma3: per-head rms norm of q and k before rope
+  bool has_post_norms = false;  // gemma2, gemma3: norms after attention and feed-forward
+  bool tied_output = false;     // the lm_head is token_embd.weight (no output.weight, or gemma 1/2)
+  FfnAct ffn_act = FfnAct::Silu;
+  float embd_scale = 1.0f;     // embeddings are multiplied by it (gemma: sqrt(n_embd))
+  float attn_scale = 0.0f;     // scores = q.k * attn_scale (1 / sqrt(head_dim) unless the family says)
+  float attn_softcap = 0.0f;   // > 0: scores = cap * tanh(scores / cap) (gemma2)
+  float final_softcap = 0.0f;  // > 0: the same on the logits (gemma2)
+
+  // Sliding-window attention: a layer with swa_layers[l] attends to the last n_swa
+  // positions only (query p sees keys p - n_swa < key <= p), with its own rope base.
+  int n_swa = 0;  // 0: every layer attends to the whole context
+  std::vector<bool> swa_layers;  // [n_layer]
+  float rope_freq_base_swa = 10000.0f;
+  float rope_freq_scale_swa = 1.0f;
+  bool is_swa(int layer) const { return n_swa > 0 && swa_layers[layer]; }
 
   int q_dim() const { return n_head * head_dim; }           // rows of attn_q
   int kv_dim() const { return n_head_kv * head_dim; }       // rows of attn_k
@@ -56,6 +77,9 @@ struct ModelConfig {
 };
 
 std::string_view arch_name(Arch arch);
+
+// The architectures from_model accepts, for messages ("llama, qwen2, ...").
+std::string supported_arch_list();
 
 // One tensor the forward pass reads, with the dims the config implies (ne[0] first).
 struct ExpectedTensor {

@@ -55,7 +55,7 @@ std::unique_ptr<Engine> Engine::load(std::unique_ptr<WeightStore> store,
   if (e->options_.n_ctx == 0) e->options_.n_ctx = config.default_n_ctx();
   e->options_.n_batch = std::min(e->options_.n_batch, e->options_.n_ctx);
   if (!e->options_.parallel) e->options_.parallel = std::make_shared<InlineParallel>();
-  e->model_ = std::make_unique<LlamaModel>(config, *e->store_, e->options_.parallel.get());
+  e->model_ = std::make_unique<Model>(config, *e->store_, e->options_.parallel.get());
   e->load_ms_ = ms_since(start);
   return e;
 }
@@ -102,7 +102,7 @@ void Session::check_fits(size_t n_new, std::string_view what) const {
 }
 
 void Session::run_pending(bool all_logits, std::vector<float>* all_out) {
-  LlamaModel& model = *engine_.model_;
+  Model& model = *engine_.model_;
   Parallel& par = *engine_.options().parallel;
   const int n_vocab = model.config().n_vocab;
   const int n_total = static_cast<int>(tokens_.size());
@@ -156,7 +156,7 @@ std::vector<float> Session::eval_all(std::span<const TokenId> tokens) {
 std::vector<float> Session::embed(std::span<const TokenId> tokens) {
   reset();
   append(tokens);
-  LlamaModel& model = *engine_.model_;
+  Model& model = *engine_.model_;
   Parallel& par = *engine_.options().parallel;
   const size_t n_embd = model.config().n_embd;
   std::vector<double> sum(n_embd, 0.0);

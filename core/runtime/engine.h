@@ -12,7 +12,7 @@
 
 #include "core/kv/kv_cache.h"
 #include "core/model/config.h"
-#include "core/model/llama.h"
+#include "core/model/model.h"
 #include "core/host/parallel.h"
 #include "core/host/weight_store.h"
 #include "core/sampling/sampler.h"
@@ -93,7 +93,7 @@ class Engine {
   EngineOptions options_;  // n_ctx resolved, parallel set
   std::unique_ptr<WeightStore> store_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  std::unique_ptr<LlamaModel> model_;
+  std::unique_ptr<Model> model_;
   double load_ms_ = 0;
 };
 

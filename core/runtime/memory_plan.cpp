@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "core/kv/kv_cache.h"
-#include "core/model/llama.h"
+#include "core/model/model.h"
 #include "core/host/weight_store.h"
 #include "kernels/kernels.h"
 
@@ -50,7 +50,7 @@ uint64_t plan_scratch_bytes(const ModelConfig& c, const MemoryPlanOptions& o, bo
 namespace {
 
 // Bytes a matrix takes once the selected kernels repack it into their x8 layout
-// (LlamaModel::repack_weights); most layouts keep the size, Q4_K's grows by 1/36.
+// (Model::repack_weights); most layouts keep the size, Q4_K's grows by 1/36.
 uint64_t resident_bytes(const GgufTensorInfo& t) {
   const TypeKernels& k = kernels().of(t.type);
   if (!k.repack_x8 || k.x8_block_bytes == 0 || t.dims.size() != 2 || t.dims[1] % kX8Rows != 0) return t.n_bytes;

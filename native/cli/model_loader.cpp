@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "core/kv/kv_cache.h"
-#include "core/model/llama.h"
+#include "core/model/model.h"
 #include "kernels/kernels.h"
 #include "native/cli/args.h"
 #include "native/cli/load_progress.h"
@@ -59,6 +59,7 @@ LoadedModel load_model(const LoadRequest& r) {
   eo.n_ctx = r.n_ctx;
   eo.n_keep = r.n_keep;
   eo.n_batch = r.n_batch;
+  eo.all_logits = r.all_logits;
   try {
     eo.kv_type = parse_kv_type(r.kv_type);
   } catch (const std::invalid_argument& e) {
@@ -73,6 +74,7 @@ LoadedModel load_model(const LoadRequest& r) {
   MemoryPlanOptions po;
   po.n_ctx = r.n_ctx > 0 ? r.n_ctx : config.default_n_ctx();
   po.n_batch = eo.n_batch;
+  po.all_logits = r.all_logits;
   po.kv_type = eo.kv_type;
   po.n_sessions = r.n_sessions;
   po.n_tasks = out.n_threads == 1 ? 1 : out.n_threads * kTasksPerThread;

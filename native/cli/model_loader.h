@@ -23,6 +23,7 @@ struct LoadRequest {
   std::string mem_budget;  // empty: detected
   int n_sessions = 1;
   int n_batch = 64;  // tokens per forward pass of a prompt
+  bool all_logits = false;  // EngineOptions::all_logits (run --all-logits)
   bool dry_run = false;
 };
 
@@ -51,7 +52,7 @@ void check_load_options(const ArgParser& p, const LoadRequest& r);
 int resolve_thread_count(int requested);
 
 // The bytes Engine::load reads and repacks from `store` with the selected kernels: the
-// matrices LlamaModel::repack_weights rewrites (2-D, a repack_x8 kernel, rows a multiple
+// matrices Model::repack_weights rewrites (2-D, a repack_x8 kernel, rows a multiple
 // of kX8Rows, the token embeddings only as the tied output), outside streamed layers.
 // The progress line's 100%.
 uint64_t load_repack_bytes(const MmapStore& store);

@@ -1,4 +1,4 @@
-// Repacked weights (the kernels' x8 layouts, LlamaModel::repack_weights) against the
+// Repacked weights (the kernels' x8 layouts, Model::repack_weights) against the
 // GGUF layout through the native store: the same tiny model through an MmapStore (which
 // offers copy_space, so resident matrices are repacked into anonymous memory and the
 // mapped originals are dropped) and through a SpanStore (which does not), on the same

@@ -42,7 +42,7 @@ namespace {
 
 using json = nlohmann::json;
 
-struct Model {
+struct LoadedModel {
   std::unique_ptr<Engine> engine;
   JsStore* store = nullptr;  // owned by engine
   std::unique_ptr<PromptFormat> format;  // chat template and BOS policy
@@ -62,7 +62,7 @@ struct SessionSlot {
   uint64_t bytes_read_at_start = 0;
 };
 
-std::map<int, std::unique_ptr<Model>> g_models;
+std::map<int, std::unique_ptr<LoadedModel>> g_models;
 std::map<int, std::unique_ptr<SessionSlot>> g_sessions;
 int g_next_handle = 1;
 std::string g_error;
@@ -73,7 +73,7 @@ const char* answer(std::string s) {
   return g_answer.c_str();
 }
 
-Model& model_of(int handle) {
+LoadedModel& model_of(int handle) {
   const auto it = g_models.find(handle);
   if (it == g_models.end()) throw std::invalid_argument("no model with handle " + std::to_string(handle) + " (disposed?)");
   return *it->second;
@@ -125,7 +125,7 @@ T field(const json& j, const char* name, T fallback) {
   return it->get<T>();
 }
 
-json model_info(const Model& m) {
+json model_info(const LoadedModel& m) {
   const ModelConfig& c = m.engine->config();
   const GgufMetadata& md = m.engine->store().model().metadata;
   json info = {
@@ -235,7 +235,7 @@ std::vector<std::string> stop_strings(const json& p) {
   return out;
 }
 
-json stats_json(const RequestRun& run, const SessionSlot& slot, const Model& m) {
+json stats_json(const RequestRun& run, const SessionSlot& slot, const LoadedModel& m) {
   const GenerationStats& st = run.stats();
   return {{"promptTokens", st.n_prompt},
           {"generatedTokens", st.n_generated},
@@ -277,7 +277,7 @@ EMSCRIPTEN_KEEPALIVE int rn_model_load(const char* request_json) {
       files.emplace_back(f.at("source").get<int>(), f.at("size").get<uint64_t>(), f.at("name").get<std::string>());
     }
     if (files.empty()) throw std::invalid_argument("no model file given");
-    auto model = std::make_unique<Model>();
+    auto model = std::make_unique<LoadedModel>();
     std::unique_ptr<JsStore> store = JsStore::open(std::move(files));
 
     EngineOptions eo;
@@ -360,7 +360,7 @@ EMSCRIPTEN_KEEPALIVE const char* rn_tokenize(int model, const char* text, int ad
 
 EMSCRIPTEN_KEEPALIVE const char* rn_detokenize(int model, const char* ids_json, int special) {
   return guarded<const char*>(nullptr, [&] {
-    const Model& m = model_of(model);
+    const LoadedModel& m = model_of(model);
     const std::vector<TokenId> ids = json::parse(ids_json).get<std::vector<TokenId>>();
     for (const TokenId id : ids) {
       if (id < 0 || id >= m.engine->config().n_vocab) {
@@ -373,7 +373,7 @@ EMSCRIPTEN_KEEPALIVE const char* rn_detokenize(int model, const char* ids_json, 
 
 EMSCRIPTEN_KEEPALIVE const char* rn_apply_chat(int model, const char* messages_json) {
   return guarded<const char*>(nullptr, [&] {
-    const Model& m = model_of(model);
+    const LoadedModel& m = model_of(model);
     return answer(json(m.format->render(parse_messages(json::parse(messages_json)))).dump());
   });
 }
@@ -384,7 +384,7 @@ EMSCRIPTEN_KEEPALIVE const char* rn_apply_chat(int model, const char* messages_j
 // its final-norm hidden states, L2-normalized (Session::embed).
 EMSCRIPTEN_KEEPALIVE const char* rn_embed(int model, const char* texts_json) {
   return guarded<const char*>(nullptr, [&] {
-    Model& m = model_of(model);
+    LoadedModel& m = model_of(model);
     const json texts = json::parse(texts_json);
     if (!texts.is_array() || texts.empty()) throw std::invalid_argument("embed needs a text or a non-empty array of texts");
     std::vector<std::string> strings;
@@ -411,7 +411,7 @@ EMSCRIPTEN_KEEPALIVE const char* rn_embed(int model, const char* texts_json) {
 
 EMSCRIPTEN_KEEPALIVE int rn_session_new(int model, int n_ctx) {
   return guarded(0, [&] {
-    Model& m = model_of(model);
+    LoadedModel& m = model_of(model);
     auto slot = std::make_unique<SessionSlot>();
     slot->model = model;
     slot->session = m.engine->new_session(n_ctx);
@@ -428,7 +428,7 @@ EMSCRIPTEN_KEEPALIVE void rn_session_free(int session) { g_sessions.erase(sessio
 EMSCRIPTEN_KEEPALIVE int rn_generate_start(int session, const char* request_json) {
   return guarded(0, [&] {
     SessionSlot& slot = session_of(session);
-    Model& m = model_of(slot.model);
+    LoadedModel& m = model_of(slot.model);
     slot.run.reset();
     const json r = json::parse(request_json);
     const json params = r.value("params", json::object());

@@ -68,10 +68,56 @@ TEST_CASE("config: qwen2 has biases and neox rope; rope_freqs and tied output ar
   CHECK(c.tied_output);
 }
 
+TEST_CASE("gemma3 config: sliding layers, their rope base, scales and norms", "[model]") {
+  test::TinySpec spec;
+  spec.arch = "gemma3";
+  spec.n_layer = 7;
+  spec.n_swa = 16;
+  spec.rope_base = 1e6f;
+  const ModelConfig c = config_of(spec);
+  CHECK(c.arch == Arch::Gemma3);
+  CHECK(c.rope_type == RopeType::Neox);
+  CHECK(c.has_qk_norm);
+  CHECK(c.has_post_norms);
+  CHECK(c.ffn_act == FfnAct::Gelu);
+  CHECK(c.embd_scale == Approx(8.0f));  // sqrt(64)
+  CHECK(c.attn_scale == Approx(0.25f));  // 1 / sqrt(head size 16)
+  CHECK(c.n_swa == 16);
+  // Gemma 3's period of 6: layer 5 is global, the others slide.
+  for (int l = 0; l < 7; ++l) CHECK(c.is_swa(l) == (l != 5));
+  CHECK(c.rope_freq_base == 1e6f);
+  CHECK(c.rope_freq_base_swa == 10000.0f);
+}
+
+TEST_CASE("gemma2 config: soft-caps, the default window and an every-other-layer pattern", "[model]") {
+  test::TinySpec spec;
+  spec.arch = "gemma2";
+  spec.n_layer = 4;
+  spec.attn_softcap = 50.0f;
+  spec.final_softcap = 30.0f;
+  spec.tied = false;
+  const ModelConfig c = config_of(spec);
+  CHECK(c.attn_softcap == 50.0f);
+  CHECK(c.final_softcap == 30.0f);
+  CHECK(c.n_swa == 4096);  // Gemma 2's window when the file does not say
+  CHECK(c.is_swa(0));
+  CHECK_FALSE(c.is_swa(1));
+  CHECK(c.tied_output);  // gemma 2 reads the embedding as the lm_head
+  CHECK(c.rope_freq_base_swa == c.rope_freq_base);
+}
+
+TEST_CASE("a negative soft-cap is refused", "[model]") {
+  test::TinySpec spec;
+  spec.arch = "gemma2";
+  spec.attn_softcap = -1.0f;
+  CHECK(load_error(spec).find("expected a non-negative cap") != std::string::npos);
+}
+
 TEST_CASE("an unknown architecture is refused by name", "[model]") {
   test::TinySpec spec;
   spec.arch = "foo";
-  CHECK(load_error(spec) == "unsupported architecture 'foo' (supported: llama, qwen2)");
+  CHECK(load_error(spec) == "unsupported architecture 'foo' (supported: " + supported_arch_list() + ")");
+  CHECK(supported_arch_list() == "llama, qwen2, qwen3, gemma, gemma2, gemma3");
 }
 
 TEST_CASE("a tensor with the wrong dims is refused with expected and actual dims", "[model]") {

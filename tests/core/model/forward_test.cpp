@@ -113,6 +113,79 @@ TEST_CASE("llama3-style rope_freqs and partial rotary dims", "[model]") {
   check_against_reference(spec);
 }
 
+TEST_CASE("qwen3 forward: q/k norms per head, neox rope, no biases", "[model]") {
+  TinySpec spec;
+  spec.arch = "qwen3";
+  spec.seed = 5;
+  check_against_reference(spec);
+}
+
+TEST_CASE("gemma forward: scaled embeddings, GELU feed-forward, tied output", "[model]") {
+  TinySpec spec;
+  spec.arch = "gemma";
+  spec.tied = false;  // gemma reads the embedding as the lm_head even when output.weight exists
+  spec.seed = 9;
+  check_against_reference(spec);
+}
+
+TEST_CASE("gemma2 forward: post norms, soft-capped scores and logits, sliding layers", "[model]") {
+  TinySpec spec;
+  spec.arch = "gemma2";
+  spec.n_swa = 4;  // of 9 tokens: later positions lose their first keys on even layers
+  spec.attn_softcap = 2.0f;
+  spec.final_softcap = 3.0f;
+  spec.seed = 13;
+  check_against_reference(spec);
+}
+
+TEST_CASE("gemma3 forward: q/k norms, post norms, local layers with their own rope base", "[model]") {
+  TinySpec spec;
+  spec.arch = "gemma3";
+  spec.n_layer = 3;
+  spec.n_embd = 128;  // heads of 32: whole Q8_0 blocks for the q8_0 cache below
+  spec.n_swa = 3;
+  spec.swa_period = 3;  // layers 0, 1 slide; layer 2 is global
+  spec.rope_base = 1e6f;
+  spec.seed = 17;
+  check_against_reference(spec);
+  SECTION("and with a q8_0 cache") {
+    const test::TinyModel m = test::build_tiny_model(spec);
+    EngineOptions o;
+    o.n_ctx = 32;
+    o.all_logits = true;
+    o.kv_type = GgmlType::Q8_0;
+    const std::vector<float> q8 = Engine::load(m.store(), o)->new_session()->eval_all(kTokens);
+    // Keys and values rounded to Q8_0 blocks instead of f16.
+    CHECK(test::max_relative_error(q8, test::reference_logits(m, kTokens)) < 2e-2);
+  }
+}
+
+TEST_CASE("llama with a sliding window (Mistral v0.1 style): every layer slides", "[model]") {
+  TinySpec spec;
+  spec.n_swa = 3;
+  spec.seed = 19;
+  check_against_reference(spec);
+}
+
+TEST_CASE("the reference would notice a missing window, norm or soft-cap", "[model]") {
+  // Guards the guard: the features above change the logits by far more than the
+  // tolerance, so leaving one out in the engine fails the checks.
+  TinySpec spec;
+  spec.arch = "gemma2";
+  spec.n_swa = 4;
+  spec.attn_softcap = 2.0f;
+  spec.final_softcap = 3.0f;
+  const test::TinyModel m = test::build_tiny_model(spec);
+  const std::vector<float> engine = prefill_logits(m);
+  for (int variant = 0; variant < 3; ++variant) {
+    test::TinyModel other = m;
+    if (variant == 0) other.spec.n_swa = 100;
+    if (variant == 1) other.spec.attn_softcap = 0.0f;
+    if (variant == 2) other.spec.arch = "gemma";  // no post norms, no window
+    CHECK(test::max_relative_error(engine, test::reference_logits(other, kTokens)) > 1e-3);
+  }
+}
+
 TEST_CASE("the reference would notice a wrong rope style or missing bias", "[model]") {
   // Guards the guard: a qwen2 model's logits differ from a llama reading of its
   // weights by far more than the tolerance, so the checks above can fail.

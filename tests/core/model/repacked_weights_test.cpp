@@ -1,4 +1,4 @@
-// Repacked weights (the kernels' x8 layouts, LlamaModel::repack_weights) against the
+// Repacked weights (the kernels' x8 layouts, Model::repack_weights) against the
 // GGUF layout, on every kernel set of the build that has x8 layouts (AVX2 / AVX-512
 // natively, SIMD128 under node): the same tiny model through a store that offers
 // copy_space (so resident matrices are repacked) and through a SpanStore (which does

@@ -22,7 +22,10 @@
 namespace runnel::test {
 
 struct TinySpec {
-  std::string arch = "llama";  // "qwen2" adds q/k/v biases and neox rope
+  // "qwen2" adds q/k/v biases and neox rope; "qwen3" q/k norms and neox rope; "gemma",
+  // "gemma2", "gemma3" the gemma family (scaled embeddings, GELU, tied output; 2/3:
+  // post norms and sliding windows; 2: soft-caps; 3: q/k norms, local rope base).
+  std::string arch = "llama";
   int n_layer = 2;
   int n_embd = 64;
   int n_head = 4;
@@ -35,6 +38,10 @@ struct TinySpec {
   float rms_eps = 1e-5f;
   bool tied = true;                      // no output.weight
   bool rope_freqs = false;               // llama3-style per-pair divisors
+  int n_swa = 0;                         // attention.sliding_window (0: not written)
+  int swa_period = 0;                    // attention.sliding_window_pattern (0: not written)
+  float attn_softcap = 0.0f;             // gemma2: attn_logit_softcapping (0: not written)
+  float final_softcap = 0.0f;            // gemma2/3: final_logit_softcapping (0: not written)
   GgmlType matrix_type = GgmlType::F32;  // type of the 2-d weights (not token_embd)
   GgmlType embd_type = GgmlType::F32;
   uint32_t seed = 1;
@@ -156,6 +163,29 @@ inline int head_dim(const TinySpec& s) {
 inline int n_rot(const TinySpec& s) {
   return s.n_rot > 0 ? s.n_rot : head_dim(s);
 }
+inline bool is_gemma(const TinySpec& s) {
+  return s.arch == "gemma" || s.arch == "gemma2" || s.arch == "gemma3";
+}
+inline bool has_qk_norm(const TinySpec& s) {
+  return s.arch == "qwen3" || s.arch == "gemma3";
+}
+inline bool has_post_norms(const TinySpec& s) {
+  return s.arch == "gemma2" || s.arch == "gemma3";
+}
+// Whether layer l slides (GGUF sliding_window_pattern: the last layer of each period
+// is global), and the window; written independently of the engine's config.cpp.
+inline bool layer_slides(const TinySpec& s, int l) {
+  if (s.arch == "gemma2" || s.arch == "gemma3") {
+    const int period = s.swa_period > 0 ? s.swa_period : (s.arch == "gemma2" ? 2 : 6);
+    const int window = s.n_swa > 0 ? s.n_swa : (s.arch == "gemma2" ? 4096 : 0);
+    return window > 0 && l % period != period - 1;
+  }
+  if (s.arch == "llama" && s.n_swa > 0) return s.swa_period == 0 || l % s.swa_period != s.swa_period - 1;
+  return false;
+}
+inline int window(const TinySpec& s) {
+  return s.n_swa > 0 ? s.n_swa : (s.arch == "gemma2" ? 4096 : 0);
+}
 
 }  // namespace detail
 
@@ -177,6 +207,10 @@ inline TinyModel build_tiny_model(const TinySpec& s) {
   w.set_f32(a + ".attention.layer_norm_rms_epsilon", s.rms_eps);
   w.set_f32(a + ".rope.freq_base", s.rope_base);
   w.set_u32(a + ".rope.dimension_count", n_rot(s));
+  if (s.n_swa > 0) w.set_u32(a + ".attention.sliding_window", s.n_swa);
+  if (s.swa_period > 0) w.set_u32(a + ".attention.sliding_window_pattern", s.swa_period);
+  if (s.attn_softcap != 0) w.set_f32(a + ".attn_logit_softcapping", s.attn_softcap);
+  if (s.final_softcap > 0) w.set_f32(a + ".final_logit_softcapping", s.final_softcap);
   set_tokenizer(w, s.n_vocab);
 
   const int hd = head_dim(s);
@@ -196,11 +230,17 @@ inline TinyModel build_tiny_model(const TinySpec& s) {
       b.add(p + "attn_k.bias", {kv_dim}, -0.5f, 0.5f);
       b.add(p + "attn_v.bias", {kv_dim}, -0.5f, 0.5f);
     }
+    if (has_qk_norm(s)) {
+      b.add(p + "attn_q_norm.weight", {hd}, 0.6f, 1.4f);
+      b.add(p + "attn_k_norm.weight", {hd}, 0.6f, 1.4f);
+    }
     b.matrix(p + "attn_output.weight", q_dim, s.n_embd);
+    if (has_post_norms(s)) b.add(p + "post_attention_norm.weight", {s.n_embd}, 0.5f, 1.5f);
     b.add(p + "ffn_norm.weight", {s.n_embd}, 0.8f, 1.2f);
     b.matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
     b.matrix(p + "ffn_up.weight", s.n_embd, s.n_ff);
     b.matrix(p + "ffn_down.weight", s.n_ff, s.n_embd);
+    if (has_post_norms(s)) b.add(p + "post_ffw_norm.weight", {s.n_embd}, 0.5f, 1.5f);
   }
   b.add("output_norm.weight", {s.n_embd}, 0.8f, 1.2f);
   if (!s.tied) b.matrix("output.weight", s.n_embd, s.n_vocab);
@@ -270,6 +310,8 @@ inline std::vector<float> reference_logits(const TinyModel& m, const std::vector
   const int hd = head_dim(s);
   const int rot = n_rot(s);
   const bool qwen2 = s.arch == "qwen2";
+  const bool neox = s.arch != "llama";
+  const bool tied = s.tied || s.arch == "gemma" || s.arch == "gemma2";
   const int group = s.n_head / s.n_head_kv;
   const std::vector<float>* factors = s.rope_freqs ? &weight(m, "rope_freqs.weight") : nullptr;
   // cache[layer][pos]: the f16-rounded k and v of every position so far
@@ -280,6 +322,9 @@ inline std::vector<float> reference_logits(const TinyModel& m, const std::vector
     const std::vector<float>& embd = weight(m, "token_embd.weight");
     Vec x(embd.begin() + static_cast<size_t>(tokens[pos]) * s.n_embd,
           embd.begin() + static_cast<size_t>(tokens[pos] + 1) * s.n_embd);
+    if (is_gemma(s)) {
+      for (double& e : x) e *= std::sqrt(static_cast<float>(s.n_embd));
+    }
     for (int l = 0; l < s.n_layer; ++l) {
       const std::string p = "blk." + std::to_string(l) + ".";
       const Vec xb = rms_norm(x, weight(m, p + "attn_norm.weight"), s.rms_eps);
@@ -291,8 +336,19 @@ inline std::vector<float> reference_logits(const TinyModel& m, const std::vector
         for (size_t i = 0; i < k.size(); ++i) k[i] += weight(m, p + "attn_k.bias")[i];
         for (size_t i = 0; i < v.size(); ++i) v[i] += weight(m, p + "attn_v.bias")[i];
       }
-      rope(q, s.n_head, hd, rot, static_cast<int>(pos), s.rope_base, qwen2, factors);
-      rope(k, s.n_head_kv, hd, rot, static_cast<int>(pos), s.rope_base, qwen2, factors);
+      if (has_qk_norm(s)) {
+        for (int h = 0; h < s.n_head + s.n_head_kv; ++h) {
+          Vec& t = h < s.n_head ? q : k;
+          const int at = (h < s.n_head ? h : h - s.n_head) * hd;
+          const Vec head(t.begin() + at, t.begin() + at + hd);
+          const Vec normed = rms_norm(head, weight(m, p + (h < s.n_head ? "attn_q_norm.weight" : "attn_k_norm.weight")), s.rms_eps);
+          std::copy(normed.begin(), normed.end(), t.begin() + at);
+        }
+      }
+      const bool slides = layer_slides(s, l);
+      const double base = slides && s.arch == "gemma3" ? 10000.0 : s.rope_base;
+      rope(q, s.n_head, hd, rot, static_cast<int>(pos), base, neox, factors);
+      rope(k, s.n_head_kv, hd, rot, static_cast<int>(pos), base, neox, factors);
       for (double& e : k) e = f16_round(e);
       for (double& e : v) e = f16_round(e);
       k_cache[l].push_back(k);
@@ -301,36 +357,48 @@ inline std::vector<float> reference_logits(const TinyModel& m, const std::vector
       Vec attn(static_cast<size_t>(s.n_head) * hd, 0.0);
       for (int h = 0; h < s.n_head; ++h) {
         const int kvh = h / group;
-        Vec scores(pos + 1);
+        // keys [first, pos]: all before, or the window of a sliding layer
+        const size_t first = slides && pos + 1 > static_cast<size_t>(window(s)) ? pos + 1 - window(s) : 0;
+        Vec scores(pos + 1, 0.0);
         double max_score = -1e300;
-        for (size_t t = 0; t <= pos; ++t) {
+        for (size_t t = first; t <= pos; ++t) {
           double dot = 0;
           for (int d = 0; d < hd; ++d) {
             dot += f16_round(q[h * hd + d]) * k_cache[l][t][kvh * hd + d];
           }
           scores[t] = dot / std::sqrt(static_cast<double>(hd));
+          if (s.attn_softcap > 0) scores[t] = s.attn_softcap * std::tanh(scores[t] / s.attn_softcap);
           max_score = std::max(max_score, scores[t]);
         }
         double sum = 0;
-        for (double& sc : scores) sum += (sc = std::exp(sc - max_score));
-        for (size_t t = 0; t <= pos; ++t) {
+        for (size_t t = first; t <= pos; ++t) sum += (scores[t] = std::exp(scores[t] - max_score));
+        for (size_t t = first; t <= pos; ++t) {
           for (int d = 0; d < hd; ++d) {
             attn[h * hd + d] += f16_round(scores[t] / sum) * v_cache[l][t][kvh * hd + d];
           }
         }
       }
-      const Vec o = matvec(weight(m, p + "attn_output.weight"), attn);
+      Vec o = matvec(weight(m, p + "attn_output.weight"), attn);
+      if (has_post_norms(s)) o = rms_norm(o, weight(m, p + "post_attention_norm.weight"), s.rms_eps);
       for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
 
       const Vec xf = rms_norm(x, weight(m, p + "ffn_norm.weight"), s.rms_eps);
       Vec g = matvec(weight(m, p + "ffn_gate.weight"), xf);
       const Vec u = matvec(weight(m, p + "ffn_up.weight"), xf);
-      for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
-      const Vec d = matvec(weight(m, p + "ffn_down.weight"), g);
+      for (size_t i = 0; i < g.size(); ++i) {
+        const double a = is_gemma(s) ? 0.5 * g[i] * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g[i] + 0.044715 * g[i] * g[i] * g[i])))
+                                     : g[i] / (1.0 + std::exp(-g[i]));
+        g[i] = a * u[i];
+      }
+      Vec d = matvec(weight(m, p + "ffn_down.weight"), g);
+      if (has_post_norms(s)) d = rms_norm(d, weight(m, p + "post_ffw_norm.weight"), s.rms_eps);
       for (size_t i = 0; i < x.size(); ++i) x[i] += d[i];
     }
     const Vec xn = rms_norm(x, weight(m, "output_norm.weight"), s.rms_eps);
-    const Vec out = matvec(weight(m, s.tied ? "token_embd.weight" : "output.weight"), xn);
+    Vec out = matvec(weight(m, tied ? "token_embd.weight" : "output.weight"), xn);
+    if (s.final_softcap > 0) {
+      for (double& e : out) e = s.final_softcap * std::tanh(e / s.final_softcap);
+    }
     logits.insert(logits.end(), out.begin(), out.end());
   }
   return logits;

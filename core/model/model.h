@@ -1,5 +1,9 @@
-// The llama-family forward pass (llama 2/3, mistral-style, SmolLM; qwen2 adds q/k/v
-// biases and neox rope). One function, read top to bottom, in llama.cpp.
+// A decoder-only model: its weights (resolved, repacked), the buffers of a forward pass,
+// and the building blocks every family's forward function is made of (embedding
+// lookup, norms, the attention and feed-forward blocks, the output head). Each family
+// has one forward function, read top to bottom: llama.cpp (llama, qwen2, qwen3) and
+// gemma.cpp (gemma, gemma2, gemma3). A new family is a config (config.cpp) plus one
+// forward function.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +17,7 @@
 #include "core/model/matmul.h"
 #include "core/host/parallel.h"
 #include "core/host/weight_store.h"
+#include "kernels/ops.h"
 
 namespace runnel {
 
@@ -23,10 +28,10 @@ bool x8_repacks(const TypeKernels& k, const GgufTensorInfo& t, bool is_embedding
 
 // Every buffer a forward pass writes, allocated once per session for batches of up
 // to n_batch tokens. Nothing is allocated per token.
-class LlamaModel;
+class Model;
 struct ForwardScratch {
   // n_tasks: the most tasks attention is cut into (n_tasks_for(par, INT_MAX)).
-  ForwardScratch(const LlamaModel& model, int n_batch, int n_ctx, int n_tasks, bool all_logits);
+  ForwardScratch(const Model& model, int n_batch, int n_ctx, int n_tasks, bool all_logits);
   // The bytes of the float buffers below (x .. logits) for a model of config `c`, for
   // the memory plan; float_bytes_allocated() is what this one holds.
   static uint64_t float_bytes(const ModelConfig& c, int n_batch, bool all_logits);
@@ -46,7 +51,10 @@ struct ForwardScratch {
   std::vector<float> bias_q;  // [q_dim]   qwen2 biases, dequantized per layer
   std::vector<float> bias_k;  // [kv_dim]
   std::vector<float> bias_v;  // [v_dim]
+  std::vector<float> norm_q;  // [head_dim]  q / k norm weights (qwen3, gemma3), per layer
+  std::vector<float> norm_k;  // [head_dim]
   std::vector<float> rope;    // [n_batch, n_rot]  (cos, sin) per pair, per position
+  std::vector<float> rope_swa;  // [n_batch, n_rot]  the same with the sliding layers' base, or empty
   std::vector<float> logits;  // [n_batch or 1, n_vocab]
   std::vector<uint8_t> embd_row;  // one embedding row in its GGUF blocks (repacked embeddings)
   MatmulScratch mm;           // quantized activations
@@ -56,15 +64,15 @@ struct ForwardScratch {
   ForwardScratch(const ModelConfig& c, int n_batch, int n_ctx, int n_tasks, bool all_logits);
 };
 
-class LlamaModel {
+class Model {
  public:
   // Resolves every tensor (the config has validated them), dequantizes the tensors
   // outside layers that are small (rope_freqs) and repacks the matrices the kernels have
   // an x8 layout for, on `par`'s threads when given. `store` must outlive this.
-  LlamaModel(const ModelConfig& config, WeightStore& store, Parallel* par = nullptr);
-  ~LlamaModel();
-  LlamaModel(const LlamaModel&) = delete;
-  LlamaModel& operator=(const LlamaModel&) = delete;
+  Model(const ModelConfig& config, WeightStore& store, Parallel* par = nullptr);
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
 
   const ModelConfig& config() const { return config_; }
 
@@ -83,7 +91,7 @@ class LlamaModel {
   void rerotate_keys(KvCache& kv, int pos, int count, int delta) const;
 
   // With hidden_out [n, n_embd] (embeddings): writes every token's final-norm hidden
-  // state there instead of computing logits.
+  // state there instead of computing logits. Runs the family's forward function.
   void forward(std::span<const int32_t> tokens, int pos0, bool all_logits, KvCache& kv,
                ForwardScratch& s, Parallel& par,
                float* hidden_out = nullptr);
@@ -97,12 +105,37 @@ class LlamaModel {
     const GgufTensorInfo* bq;  // qwen2 only
     const GgufTensorInfo* bk;
     const GgufTensorInfo* bv;
+    const GgufTensorInfo* q_norm;  // qwen3, gemma3 only
+    const GgufTensorInfo* k_norm;
     const GgufTensorInfo* wo;
+    const GgufTensorInfo* post_attn_norm;  // gemma2, gemma3 only
     const GgufTensorInfo* ffn_norm;
     const GgufTensorInfo* w_gate;
     const GgufTensorInfo* w_up;
     const GgufTensorInfo* w_down;
+    const GgufTensorInfo* post_ffn_norm;  // gemma2, gemma3 only
   };
+
+  // The families' forward functions (forward's contract).
+  void forward_llama(std::span<const int32_t> tokens, int pos0, bool all_logits, KvCache& kv,
+                     ForwardScratch& s, Parallel& par, float* hidden_out);
+  void forward_gemma(std::span<const int32_t> tokens, int pos0, bool all_logits, KvCache& kv,
+                     ForwardScratch& s, Parallel& par, float* hidden_out);
+
+  // ---- building blocks of the forward functions (n tokens at positions pos0 ..)
+  // s.x [n, n_embd] = the tokens' embedding rows * config.embd_scale; s.rope (and
+  // s.rope_swa) = each position's rotation.
+  void embed(std::span<const int32_t> tokens, int pos0, ForwardScratch& s);
+  // out [n, n_embd] = rms_norm(in) * weight, row by row (in may be out).
+  void norm_rows(const GgufTensorInfo* weight, const float* in, float* out, int n, ForwardScratch& s);
+  // s.proj [n, n_embd] = W_o attention(s.xb) for layer l: q, k, v (+ biases, q/k norms,
+  // rope), k and v stored in the cache, then the heads' attention over it.
+  void attention_block(int l, int n, int pos0, KvCache& kv, ForwardScratch& s, Parallel& par);
+  // s.proj [n, n_embd] = W_down act(W_gate s.xb) * (W_up s.xb) for layer l.
+  void ffn_block(int l, int n, ForwardScratch& s, Parallel& par);
+  // s.logits = lm_head(rms_norm(x) * output_norm) (soft-capped where the family says),
+  // for the last token or every token; or the normed hidden states into hidden_out.
+  void output(int n, bool all_logits, ForwardScratch& s, Parallel& par, float* hidden_out);
 
   Matrix matrix(const GgufTensorInfo* t);
   void dequantize(const GgufTensorInfo* t, float* dst);
@@ -119,5 +152,9 @@ class LlamaModel {
   const GgufTensorInfo* output_;   // token_embd_ when tied
   std::vector<float> rope_freqs_;  // [n_rot/2] or empty
 };
+
+// The rope parameters of a layer's keys and queries (sliding layers may have their own
+// base); freq_factors: the model's rope_freqs or nullptr.
+RopeParams rope_params(const ModelConfig& c, bool sliding, const float* freq_factors);
 
 }  // namespace runnel

@@ -1,0 +1,358 @@
+#include "core/model/model.h"
+
+#include <algorithm>
+#include <functional>
+#include <string>
+
+#include "kernels/kernels.h"
+#include "kernels/ops.h"
+
+namespace runnel {
+namespace {
+
+const GgufTensorInfo* require(const GgufModel& m, const std::string& name) {
+  const GgufTensorInfo* t = m.find_tensor(name);
+  if (!t) throw GgufError("missing tensor '" + name + "'");
+  return t;
+}
+
+// Rotates the first n_rot dims of each of n_heads heads (head_dim apart).
+void rope_heads(const FloatOps& ops, const ModelConfig& c, float* x, int n_heads,
+                const float* cos_sin) {
+  const RopeStyle style = c.rope_type == RopeType::Neox ? RopeStyle::kNeox : RopeStyle::kNormal;
+  for (int h = 0; h < n_heads; ++h) {
+    ops.rope_apply(x + static_cast<size_t>(h) * c.head_dim, c.n_rot, cos_sin, style);
+  }
+}
+
+}  // namespace
+
+ForwardScratch::ForwardScratch(const Model& model, int n_batch_, int n_ctx, int n_tasks_,
+                               bool all_logits)
+    : ForwardScratch(model.config(), n_batch_, n_ctx, n_tasks_, all_logits) {
+  mm = MatmulScratch(n_batch_, model.max_activation_row_bytes(), model.max_activation_pack_bytes());
+  embd_row.resize(model.embedding_row_bytes());
+}
+
+uint64_t ForwardScratch::float_bytes(const ModelConfig& c, int n_batch, bool all_logits) {
+  const uint64_t b = static_cast<uint64_t>(n_batch);
+  const uint64_t per_token = 3ull * c.n_embd + c.q_dim() + c.kv_dim() + c.v_dim() + c.attn_out_dim() +
+                             2ull * c.n_ff + (c.n_swa > 0 ? 2ull : 1ull) * c.n_rot;
+  const uint64_t per_layer = static_cast<uint64_t>(c.n_embd) + c.q_dim() + c.kv_dim() + c.v_dim() + 2ull * c.head_dim;
+  return 4 * (b * per_token + per_layer + (all_logits ? b : 1) * static_cast<uint64_t>(c.n_vocab));
+}
+
+uint64_t ForwardScratch::float_bytes_allocated() const {
+  size_t n = 0;
+  for (const std::vector<float>* v : {&x, &xb, &q, &k, &v, &attn, &proj, &gate, &up, &norm_w, &bias_q, &bias_k,
+                                      &bias_v, &norm_q, &norm_k, &rope, &rope_swa, &logits}) {
+    n += v->size();
+  }
+  return n * sizeof(float);
+}
+
+ForwardScratch::ForwardScratch(const ModelConfig& c, int n_batch_, int n_ctx, int n_tasks_,
+                               bool all_logits)
+    : n_batch(n_batch_),
+      x(static_cast<size_t>(n_batch_) * c.n_embd),
+      xb(static_cast<size_t>(n_batch_) * c.n_embd),
+      q(static_cast<size_t>(n_batch_) * c.q_dim()),
+      k(static_cast<size_t>(n_batch_) * c.kv_dim()),
+      v(static_cast<size_t>(n_batch_) * c.v_dim()),
+      attn(static_cast<size_t>(n_batch_) * c.attn_out_dim()),
+      proj(static_cast<size_t>(n_batch_) * c.n_embd),
+      gate(static_cast<size_t>(n_batch_) * c.n_ff),
+      up(static_cast<size_t>(n_batch_) * c.n_ff),
+      norm_w(c.n_embd),
+      bias_q(c.q_dim()),
+      bias_k(c.kv_dim()),
+      bias_v(c.v_dim()),
+      norm_q(c.head_dim),
+      norm_k(c.head_dim),
+      rope(static_cast<size_t>(n_batch_) * c.n_rot),
+      rope_swa(c.n_swa > 0 ? static_cast<size_t>(n_batch_) * c.n_rot : 0),
+      logits(static_cast<size_t>(all_logits ? n_batch_ : 1) * c.n_vocab),
+      att(n_tasks_, n_ctx, std::max(c.head_dim, c.head_dim_v),
+          c.n_head / std::max(1, c.n_head_kv)) {}
+
+Model::Model(const ModelConfig& config, WeightStore& store, Parallel* par)
+    : config_(config), store_(store) {
+  const GgufModel& m = store.model();
+  for (int l = 0; l < config.n_layer; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    // A tensor the config says this family has (validate_tensors checked it), else null.
+    auto maybe = [&](bool present, const char* name) { return present ? require(m, p + name) : nullptr; };
+    layers_.push_back(LayerTensors{
+        require(m, p + "attn_norm.weight"), require(m, p + "attn_q.weight"),
+        require(m, p + "attn_k.weight"), require(m, p + "attn_v.weight"),
+        maybe(config.has_qkv_bias, "attn_q.bias"), maybe(config.has_qkv_bias, "attn_k.bias"),
+        maybe(config.has_qkv_bias, "attn_v.bias"), maybe(config.has_qk_norm, "attn_q_norm.weight"),
+        maybe(config.has_qk_norm, "attn_k_norm.weight"), require(m, p + "attn_output.weight"),
+        maybe(config.has_post_norms, "post_attention_norm.weight"), require(m, p + "ffn_norm.weight"),
+        require(m, p + "ffn_gate.weight"), require(m, p + "ffn_up.weight"),
+        require(m, p + "ffn_down.weight"), maybe(config.has_post_norms, "post_ffw_norm.weight")});
+  }
+  token_embd_ = require(m, "token_embd.weight");
+  output_norm_ = require(m, "output_norm.weight");
+  output_ = config.tied_output ? token_embd_ : require(m, "output.weight");
+  store_.acquire(-1);  // tensors outside layers stay resident for the model's life
+  InlineParallel inline_par;
+  repack_weights(par != nullptr ? *par : inline_par);
+  if (config.has_rope_freqs) {
+    rope_freqs_.resize(config.n_rot / 2);
+    dequantize(require(m, "rope_freqs.weight"), rope_freqs_.data());
+  }
+}
+
+Model::~Model() {
+  store_.release(-1);
+}
+
+Matrix Model::matrix(const GgufTensorInfo* t) {
+  if (const auto it = x8_.find(t); it != x8_.end()) return Matrix{it->second, t->type, t->dims[0], t->dims[1], true};
+  return Matrix{store_.tensor_bytes(*t).data(), t->type, t->dims[0], t->dims[1]};
+}
+
+bool x8_repacks(const TypeKernels& k, const GgufTensorInfo& t, bool is_embedding, bool embedding_is_output) {
+  if (!k.repack_x8 || !k.gemm_x8 || t.dims.size() != 2 || t.dims[1] % kX8Rows != 0) return false;
+  return !is_embedding || (embedding_is_output && k.unpack_x8_row);
+}
+
+void Model::repack_weights(Parallel& par) {
+  const KernelTable& table = kernels();
+  auto consider = [&](const GgufTensorInfo* t) {
+    if (t == nullptr || x8_.count(t)) return;
+    const TypeKernels& k = table.of(t->type);
+    if (!x8_repacks(k, *t, t == token_embd_, output_ == token_embd_)) return;
+    const size_t group_bytes = x8_group_bytes(k, t->type, t->dims[0]);
+    const int64_t n_groups = t->dims[1] / kX8Rows;
+    uint8_t* dst = store_.copy_space(*t, group_bytes * static_cast<size_t>(n_groups));
+    if (dst == nullptr) return;
+    const int layer = layer_of_tensor(t->name);
+    store_.acquire(layer);
+    const uint8_t* src = store_.tensor_bytes(*t).data();
+    const size_t rb = row_bytes(t->type, t->dims[0]);
+    // Split over the threads: most of a load's time is the kernel zeroing the copy's
+    // fresh pages, which happens on the thread that first writes them.
+    const int n_tasks = n_tasks_for(par, n_groups);
+    par.run(n_tasks, [&](int task) {
+      for (int64_t g = split_begin(n_groups, task, n_tasks); g < split_begin(n_groups, task + 1, n_tasks); ++g) {
+        k.repack_x8(t->dims[0], src + static_cast<size_t>(g) * kX8Rows * rb, rb,
+                    dst + static_cast<size_t>(g) * group_bytes);
+      }
+    });
+    store_.release(layer);
+    store_.drop(*t);
+    x8_.emplace(t, dst);
+  };
+  for (const LayerTensors& l : layers_) {
+    for (const GgufTensorInfo* t : {l.wq, l.wk, l.wv, l.wo, l.w_gate, l.w_up, l.w_down}) consider(t);
+  }
+  consider(output_);
+}
+
+void Model::dequantize(const GgufTensorInfo* t, float* dst) {
+  kernels().of(t->type).dequantize_row(store_.tensor_bytes(*t).data(), dst, t->n_elements());
+}
+
+size_t Model::embedding_row_bytes() const {
+  return row_bytes(token_embd_->type, config_.n_embd);
+}
+
+size_t Model::max_activation_row_bytes() const {
+  size_t max_bytes = 0;
+  auto consider = [&](const GgufTensorInfo* t) {
+    if (t) max_bytes = std::max(max_bytes, activation_row_bytes(t->type, t->dims[0]));
+  };
+  for (const LayerTensors& l : layers_) {
+    for (const GgufTensorInfo* t : {l.wq, l.wk, l.wv, l.wo, l.w_gate, l.w_up, l.w_down}) {
+      consider(t);
+    }
+  }
+  consider(output_);
+  return max_bytes;
+}
+
+size_t Model::max_activation_pack_bytes() const {
+  size_t max_bytes = 0;
+  auto consider = [&](const GgufTensorInfo* t) {
+    if (t) max_bytes = std::max(max_bytes, activation_pack_bytes(t->type, t->dims[0]));
+  };
+  for (const LayerTensors& l : layers_) {
+    for (const GgufTensorInfo* t : {l.wq, l.wk, l.wv, l.wo, l.w_gate, l.w_up, l.w_down}) {
+      consider(t);
+    }
+  }
+  consider(output_);
+  return max_bytes;
+}
+
+RopeParams rope_params(const ModelConfig& c, bool sliding, const float* freq_factors) {
+  RopeParams rp;
+  rp.n_rot = c.n_rot;
+  rp.freq_base = sliding ? c.rope_freq_base_swa : c.rope_freq_base;
+  rp.freq_scale = sliding ? c.rope_freq_scale_swa : c.rope_freq_scale;
+  rp.freq_factors = freq_factors;
+  return rp;
+}
+
+void Model::rerotate_keys(KvCache& kv, int pos, int count, int delta) const {
+  const ModelConfig& c = config_;
+  const FloatOps& ops = float_ops();
+  const TypeKernels& k = kernels().of(kv.type());
+  const float* factors = rope_freqs_.empty() ? nullptr : rope_freqs_.data();
+  std::vector<float> cos_sin(c.n_rot);  // [n_rot] the rotation by delta
+  std::vector<float> row(c.kv_dim());  // [kv_dim] one position's keys
+  for (int l = 0; l < c.n_layer; ++l) {
+    ops.rope_cos_sin(delta, rope_params(c, c.is_swa(l), factors), cos_sin.data());
+    for (int p = pos; p < pos + count; ++p) {
+      uint8_t* bytes = kv.k_row_mut(l, p);
+      k.dequantize_row(bytes, row.data(), c.kv_dim());
+      rope_heads(ops, c, row.data(), c.n_head_kv, cos_sin.data());
+      k.quantize_row(row.data(), bytes, c.kv_dim());
+    }
+  }
+}
+
+void Model::forward(std::span<const int32_t> tokens, int pos0, bool all_logits, KvCache& kv,
+                    ForwardScratch& s, Parallel& par, float* hidden_out) {
+  switch (config_.arch) {
+    case Arch::Llama:
+    case Arch::Qwen2:
+    case Arch::Qwen3:
+      return forward_llama(tokens, pos0, all_logits, kv, s, par, hidden_out);
+    case Arch::Gemma:
+    case Arch::Gemma2:
+    case Arch::Gemma3:
+      return forward_gemma(tokens, pos0, all_logits, kv, s, par, hidden_out);
+  }
+}
+
+void Model::embed(std::span<const int32_t> tokens, int pos0, ForwardScratch& s) {
+  const ModelConfig& c = config_;
+  const int n = static_cast<int>(tokens.size());
+  const size_t n_embd = c.n_embd;
+  const FloatOps& ops = float_ops();
+  const TypeKernels& k = kernels().of(token_embd_->type);
+  if (const auto it = x8_.find(token_embd_); it != x8_.end()) {  // tied output, repacked
+    const size_t group_bytes = x8_group_bytes(k, token_embd_->type, c.n_embd);
+    for (int i = 0; i < n; ++i) {
+      const uint8_t* group = it->second + static_cast<size_t>(tokens[i] / kX8Rows) * group_bytes;
+      k.unpack_x8_row(c.n_embd, group, tokens[i] % kX8Rows, s.embd_row.data());
+      k.dequantize_row(s.embd_row.data(), &s.x[i * n_embd], c.n_embd);
+    }
+  } else {
+    const uint8_t* embd = store_.tensor_bytes(*token_embd_).data();
+    const size_t rb = row_bytes(token_embd_->type, c.n_embd);
+    for (int i = 0; i < n; ++i) {
+      k.dequantize_row(embd + static_cast<size_t>(tokens[i]) * rb, &s.x[i * n_embd], c.n_embd);
+    }
+  }
+  if (c.embd_scale != 1.0f) ops.scale(s.x.data(), static_cast<int64_t>(n * n_embd), c.embd_scale);
+
+  // rope [n, n_rot]: each position's rotation, shared by every head and layer (and the
+  // same with the sliding layers' base)
+  const float* factors = rope_freqs_.empty() ? nullptr : rope_freqs_.data();
+  for (int i = 0; i < n; ++i) {
+    ops.rope_cos_sin(pos0 + i, rope_params(c, false, factors), &s.rope[static_cast<size_t>(i) * c.n_rot]);
+    if (!s.rope_swa.empty()) {
+      ops.rope_cos_sin(pos0 + i, rope_params(c, true, factors), &s.rope_swa[static_cast<size_t>(i) * c.n_rot]);
+    }
+  }
+}
+
+void Model::norm_rows(const GgufTensorInfo* weight, const float* in, float* out, int n, ForwardScratch& s) {
+  const size_t n_embd = config_.n_embd;
+  dequantize(weight, s.norm_w.data());
+  for (int i = 0; i < n; ++i) {
+    float_ops().rms_norm(in + i * n_embd, s.norm_w.data(), out + i * n_embd, config_.n_embd, config_.rms_eps);
+  }
+}
+
+void Model::attention_block(int l, int n, int pos0, KvCache& kv, ForwardScratch& s, Parallel& par) {
+  const ModelConfig& c = config_;
+  const FloatOps& ops = float_ops();
+  const LayerTensors& w = layers_[l];
+  // q [n, q_dim], k [n, kv_dim], v [n, v_dim] = W xb (+ bias)
+  if (c.has_qkv_bias) {
+    dequantize(w.bq, s.bias_q.data());
+    dequantize(w.bk, s.bias_k.data());
+    dequantize(w.bv, s.bias_v.data());
+  }
+  const float* bq = c.has_qkv_bias ? s.bias_q.data() : nullptr;
+  const float* bk = c.has_qkv_bias ? s.bias_k.data() : nullptr;
+  const float* bv = c.has_qkv_bias ? s.bias_v.data() : nullptr;
+  const MatmulJob qkv[] = {{matrix(w.wq), s.q.data(), bq},
+                           {matrix(w.wk), s.k.data(), bk},
+                           {matrix(w.wv), s.v.data(), bv}};
+  matmul(par, s.xb.data(), n, qkv, s.mm);
+  // each head of q and k rms-normed (qwen3, gemma3)
+  if (c.has_qk_norm) {
+    dequantize(w.q_norm, s.norm_q.data());
+    dequantize(w.k_norm, s.norm_k.data());
+    for (int h = 0; h < n * c.n_head; ++h) {
+      float* qh = &s.q[static_cast<size_t>(h) * c.head_dim];
+      ops.rms_norm(qh, s.norm_q.data(), qh, c.head_dim, c.rms_eps);
+    }
+    for (int h = 0; h < n * c.n_head_kv; ++h) {
+      float* kh = &s.k[static_cast<size_t>(h) * c.head_dim];
+      ops.rms_norm(kh, s.norm_k.data(), kh, c.head_dim, c.rms_eps);
+    }
+  }
+  // rotate q and k by position, then append k, v to the cache
+  const std::vector<float>& rope = c.is_swa(l) ? s.rope_swa : s.rope;
+  for (int i = 0; i < n; ++i) {
+    const float* cos_sin = &rope[static_cast<size_t>(i) * c.n_rot];
+    rope_heads(ops, c, &s.q[static_cast<size_t>(i) * c.q_dim()], c.n_head, cos_sin);
+    rope_heads(ops, c, &s.k[static_cast<size_t>(i) * c.kv_dim()], c.n_head_kv, cos_sin);
+    kv.store(l, pos0 + i, &s.k[static_cast<size_t>(i) * c.kv_dim()], &s.v[static_cast<size_t>(i) * c.v_dim()]);
+  }
+  // attn [n, attn_out_dim]: each head over its positions (all before it, or its window)
+  attention(par, c, kv, l, s.q.data(), n, pos0, s.att, s.attn.data());
+  // proj = W_o attn
+  const MatmulJob wo[] = {{matrix(w.wo), s.proj.data(), nullptr}};
+  matmul(par, s.attn.data(), n, wo, s.mm);
+}
+
+void Model::ffn_block(int l, int n, ForwardScratch& s, Parallel& par) {
+  const ModelConfig& c = config_;
+  const FloatOps& ops = float_ops();
+  const LayerTensors& w = layers_[l];
+  // gate, up [n, n_ff] = W xb; gate = act(gate) * up, by each task on the rows it
+  // computed (alone on one thread after the product, it left the other thread idle)
+  const MatmulJob gate_up[] = {{matrix(w.w_gate), s.gate.data(), nullptr},
+                               {matrix(w.w_up), s.up.data(), nullptr}};
+  const auto glu = c.ffn_act == FfnAct::Gelu ? ops.geglu : ops.swiglu;
+  const auto glu_rows = [&](int64_t r0, int64_t r1) {
+    for (int i = 0; i < n; ++i) {
+      const size_t at = static_cast<size_t>(i) * c.n_ff + static_cast<size_t>(r0);
+      glu(&s.gate[at], &s.up[at], &s.gate[at], r1 - r0);
+    }
+  };
+  const RowEpilogue epilogue = std::ref(glu_rows);  // a reference: no allocation
+  matmul(par, s.xb.data(), n, gate_up, s.mm, &epilogue);
+  // proj = W_down gate
+  const MatmulJob down[] = {{matrix(w.w_down), s.proj.data(), nullptr}};
+  matmul(par, s.gate.data(), n, down, s.mm);
+}
+
+void Model::output(int n, bool all_logits, ForwardScratch& s, Parallel& par, float* hidden_out) {
+  const ModelConfig& c = config_;
+  const size_t n_embd = c.n_embd;
+  // logits [n_out, n_vocab] = lm_head(rms_norm(x) * output_norm), for the last token
+  // only unless every position's logits are wanted
+  const int first = all_logits || hidden_out ? 0 : n - 1;
+  const int n_out = n - first;
+  norm_rows(output_norm_, &s.x[first * n_embd], &s.xb[first * n_embd], n_out, s);
+  if (hidden_out) {
+    std::copy(s.xb.begin(), s.xb.begin() + static_cast<std::ptrdiff_t>(n * n_embd), hidden_out);
+    return;
+  }
+  const MatmulJob head[] = {{matrix(output_), s.logits.data(), nullptr}};
+  matmul(par, &s.xb[first * n_embd], n_out, head, s.mm);
+  if (c.final_softcap > 0.0f) {
+    float_ops().softcap(s.logits.data(), static_cast<int64_t>(n_out) * c.n_vocab, c.final_softcap);
+  }
+}
+
+}  // namespace runnel
