@@ -2,15 +2,23 @@
 
 #include <chrono>
 
+#include "core/chat/builtin_templates.h"
 #include "core/chat/jinja.h"
 
 namespace runnel {
 
-const char* const kChatMlTemplate =
-    "{% for message in messages %}"
-    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+std::string ChatTemplateChoice::description() const {
+  if (builtin.empty()) return "from the file (tokenizer.chat_template)";
+  return "built-in " + builtin + " (the file has none)";
+}
+
+ChatTemplateChoice choose_chat_template(const GgufMetadata& metadata) {
+  const std::optional<std::string> source = metadata.find_string("tokenizer.chat_template");
+  if (source && !source->empty()) return {*source, ""};
+  const BuiltinChatTemplate t = builtin_chat_template_for_architecture(
+      metadata.find_string("general.architecture").value_or(""));
+  return {std::string(t.source), std::string(t.name)};
+}
 
 ChatTemplate ChatTemplate::parse(std::string_view source, std::string bos_token, std::string eos_token) {
   ChatTemplate t;
@@ -26,12 +34,15 @@ ChatTemplate ChatTemplate::parse(std::string_view source, std::string bos_token,
 }
 
 ChatTemplate ChatTemplate::from_model(const GgufMetadata& metadata, const Tokenizer& tokenizer) {
-  const std::optional<std::string> source = metadata.find_string("tokenizer.chat_template");
+  ChatTemplateChoice choice = choose_chat_template(metadata);
   const auto text = [&](TokenId id) { return id >= 0 ? tokenizer.token_text(id) : std::string(); };
-  return parse(source ? *source : std::string(kChatMlTemplate), text(tokenizer.bos()), text(tokenizer.eos()));
+  ChatTemplate t = parse(choice.source, text(tokenizer.bos()), text(tokenizer.eos()));
+  t.builtin_ = std::move(choice.builtin);
+  return t;
 }
 
-std::string ChatTemplate::apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
+std::string ChatTemplate::apply(const std::vector<ChatMessage>& messages,
+                                bool add_generation_prompt, const ChatOptions& options) const {
   using jinja::Value;
   jinja::List list;
   for (const ChatMessage& m : messages) {
@@ -48,6 +59,9 @@ std::string ChatTemplate::apply(const std::vector<ChatMessage>& messages, bool a
       {"eos_token", Value(eos_)},
       {"tools", Value::none()},
   };
+  if (options.enable_thinking) {
+    globals.emplace_back("enable_thinking", Value(*options.enable_thinking));
+  }
   const int64_t now = now_ != 0 ? now_
                                 : std::chrono::duration_cast<std::chrono::seconds>(
                                       std::chrono::system_clock::now().time_since_epoch())

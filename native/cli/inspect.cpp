@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/chat/chat_template.h"
 #include "native/cli/args.h"
 #include "native/cli/commands.h"
 #include "kernels/kernels.h"
@@ -162,6 +163,15 @@ int inspect_command(const std::vector<std::string>& args) {
   for (const auto& [key, value] : model.metadata.entries()) {
     std::printf("  %s = %s\n", key.c_str(), shown_value(value).c_str());
   }
+  // The template chats are rendered with: the file's own, or the architecture's built-in.
+  const ChatTemplateChoice chat = choose_chat_template(model.metadata);
+  std::string chat_line = chat.description();
+  try {
+    ChatTemplate::parse(chat.source);
+  } catch (const ChatTemplateError& e) {
+    chat_line += "; chat requests fail: " + std::string(e.what());
+  }
+  std::printf("\nchat template: %s\n", chat_line.c_str());
   const bool split = model.files.size() > 1;
   std::printf("\ntensors (%zu):\n", model.tensors.size());
   std::printf("  %-40s %-6s %-20s %14s %12s%s\n", "name", "type", "dims", "offset", "bytes",

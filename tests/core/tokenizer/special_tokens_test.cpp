@@ -78,6 +78,37 @@ TEST_CASE("a token that ends turns is made a control token even if typed otherwi
   CHECK(tok->token_to_piece(v.id("<|im_end|>"), false).empty());
 }
 
+TEST_CASE("each family's end-of-turn token ends generation, found by its text", "[tokenizer]") {
+  // Gemma, Phi-3, Qwen/ChatML, Llama 3: the token that closes a turn, typed however the
+  // converter typed it, with the tokens that open turns for contrast.
+  const std::pair<const char*, const char*> families[] = {
+      {"<end_of_turn>", "<start_of_turn>"},
+      {"<|end|>", "<|assistant|>"},
+      {"<|im_end|>", "<|im_start|>"},
+      {"<|eot_id|>", "<|start_header_id|>"},
+  };
+  for (const auto& [end, start] : families) {
+    INFO(end);
+    VocabBuilder v;
+    v.add("<unk>", 2);
+    v.add("<s>", 3);
+    v.add("<eos>", 3);
+    v.add_spm_bytes();
+    v.add("a", 1, -2.0);
+    const int start_id = v.add(start, 3);
+    const int end_id = v.add(end, 4);  // user-defined in the file: made control
+    GgufMetadata md = v.metadata("llama");
+    md.set("tokenizer.ggml.eos_token_id", tokenizer_test::gguf_u32(2));
+    const auto tok = Tokenizer::from_metadata(md);
+    CHECK(tok->eot() == end_id);
+    CHECK(tok->is_eog(end_id));
+    CHECK(tok->is_eog(2));
+    CHECK_FALSE(tok->is_eog(start_id));
+    CHECK_FALSE(tok->is_eog(v.id("a")));
+    CHECK(tok->attr(end_id) == TokenAttr::Control);
+  }
+}
+
 TEST_CASE("phi-3 special tokens eat the whitespace after them", "[tokenizer]") {
   const VocabBuilder v = chat_vocab();
   GgufMetadata md = v.metadata("llama");
