@@ -46,13 +46,13 @@ PromptFormat::PromptFormat(const Engine& engine) : engine_(engine) {
   }
 }
 
-std::string PromptFormat::render(const std::vector<ChatMessage>& messages) const {
+std::string PromptFormat::render(const std::vector<ChatMessage>& messages, const ChatOptions& options) const {
   if (chat_ == nullptr) {
     throw RequestError("this model has no usable chat template: " + chat_error_, "messages");
   }
   if (messages.empty()) throw RequestError("messages must not be empty", "messages");
   try {
-    return chat_->apply(messages, true);
+    return chat_->apply(messages, true, options);
   } catch (const ChatTemplateError& e) {
     throw RequestError(std::string("the model's chat template refused the messages: ") + e.what(),
                        "messages");
@@ -72,7 +72,7 @@ std::vector<TokenId> PromptFormat::tokens(const PromptInput& prompt) const {
   std::string field = "prompt";
   if (prompt.messages) {
     field = "messages";
-    const std::string text = render(*prompt.messages);
+    const std::string text = render(*prompt.messages, prompt.chat_options);
     // The template may write BOS itself; do not add a second one.
     const std::string& bos = chat_->bos_token();
     const bool has_bos = !bos.empty() && text.rfind(bos, 0) == 0;

@@ -36,6 +36,7 @@ class RequestError : public std::invalid_argument {
 // What a request asks the model to continue: exactly one of messages, text, tokens.
 struct PromptInput {
   std::optional<std::vector<ChatMessage>> messages;  // rendered with the chat template
+  ChatOptions chat_options;  // messages only: template variables (enable_thinking)
   std::optional<std::string> text;
   std::optional<std::vector<TokenId>> tokens;  // used as given
   // Text only: special-token text ("<|im_start|>") becomes control tokens, as
@@ -59,7 +60,7 @@ class PromptFormat {
   const std::string& chat_template_error() const { return chat_error_; }
   // Chat messages rendered with the opening of the assistant's turn. Throws
   // RequestError (field "messages") when there is no usable template or it refuses.
-  std::string render(const std::vector<ChatMessage>& messages) const;
+  std::string render(const std::vector<ChatMessage>& messages, const ChatOptions& options = {}) const;
   // The prompt's token ids. A rendered chat gets BOS unless the template wrote it.
   // Throws RequestError for an empty prompt, ids outside the vocabulary, or more than
   // one kind of prompt given.

@@ -33,6 +33,7 @@ struct ApiError : std::runtime_error {
 struct GenerationRequest {
   bool chat = false;
   std::vector<ChatMessage> messages;  // chat
+  ChatOptions chat_options;           // chat: chat_template_kwargs (llama-server's)
   std::string prompt;                 // completions
   std::string model;                  // as sent ("" if absent)
   std::optional<int> max_tokens;      // absent: until the context is full

@@ -347,8 +347,9 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
     if (!admit_fields(req, res, body, chat ? Endpoint::ChatCompletions : Endpoint::Completions)) return;
     request = generation_request_from_json(body, chat, engine_->config().n_vocab);
     check_model_name(request.model);
-    prompt = prompt_format_.tokens(chat ? PromptInput::from_messages(request.messages)
-                                        : PromptInput::from_text(request.prompt));
+    PromptInput input = chat ? PromptInput::from_messages(request.messages) : PromptInput::from_text(request.prompt);
+    input.chat_options = request.chat_options;
+    prompt = prompt_format_.tokens(input);
     const int n_ctx = engine_->n_ctx();
     options.sampler = request.sampler;
     options.stop = request.stop;

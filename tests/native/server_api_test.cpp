@@ -59,6 +59,21 @@ TEST_CASE("server api: a full chat request is parsed", "[server]") {
   CHECK(r.include_usage);
 }
 
+TEST_CASE("server api: chat_template_kwargs sets enable_thinking and refuses other keys", "[server]") {
+  const std::string msgs = R"("messages": [{"role": "user", "content": "hi"}])";
+  CHECK_FALSE(chat("{" + msgs + "}").chat_options.enable_thinking.has_value());
+  const GenerationRequest off = chat("{" + msgs + R"(, "chat_template_kwargs": {"enable_thinking": false}})");
+  REQUIRE(off.chat_options.enable_thinking.has_value());
+  CHECK_FALSE(*off.chat_options.enable_thinking);
+  const ApiError unknown = error_of("{" + msgs + R"(, "chat_template_kwargs": {"tools_style": 1}})");
+  CHECK(unknown.status == 400);
+  CHECK(unknown.param == "chat_template_kwargs.tools_style");
+  CHECK(unknown.code == "unsupported_parameter");
+  CHECK(error_of("{" + msgs + R"(, "chat_template_kwargs": {"enable_thinking": "no"}})").param ==
+        "chat_template_kwargs.enable_thinking");
+  CHECK(error_of("{" + msgs + R"(, "chat_template_kwargs": [1]})").param == "chat_template_kwargs");
+}
+
 TEST_CASE("server api: defaults follow llama.cpp's server", "[server]") {
   const GenerationRequest r = completion(R"({"prompt": ["once"]})");
   CHECK(r.prompt == "once");
