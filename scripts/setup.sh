@@ -7,8 +7,9 @@
 #                             # scripts/fetch_models.sh, and the SmolLM2 model in models/
 #   scripts/setup.sh --tests  # that, plus the test toolchain (README command 2, test.sh):
 #                             # Catch2, Emscripten, clang-16, the aarch64 cross compiler
-#                             # and qemu, Chromium, wrk, Node.js, and the npm packages of
-#                             # the parity, server and web suites (tests/*/node_modules)
+#                             # and qemu, Chromium, wrk, Node.js, the npm packages of
+#                             # the parity, server and web suites (tests/*/node_modules),
+#                             # and Gemma 3 270M for the parity suite (fetch_models.sh gemma3)
 #
 # Neither mode changes a tracked file (models/ and node_modules/ are git-ignored; the
 # npm installs never rewrite a suite's package-lock.json). Runs as root (CI and fresh
@@ -125,6 +126,7 @@ else
 fi
 "$root/scripts/fetch_models.sh"
 if [ "$with_tests" -eq 1 ]; then
+  "$root/scripts/fetch_models.sh" gemma3  # the second real model of the parity suite
   check_node_version
   install_parity_deps
   install_server_deps

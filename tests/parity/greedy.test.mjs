@@ -18,8 +18,11 @@ const kTokens = 64;
 // attention paths show) can swap the top two tokens: runnel once took the second
 // token at a step where llama.cpp's margin was 0.27.
 const kMinMargin = 0.5;
-// A prompt whose reply ends sooner (end-of-turn) must match whole.
+// A prompt whose reply ends sooner (end-of-turn) must match whole. One prompt per
+// model may tie sooner (Gemma 3 270M's "alphabet" has a 0.13 margin at step 1): it is
+// still compared up to its tie, and the total below keeps the test meaningful.
 const kMinComparedPerPrompt = 6;
+const kMaxEarlyTies = 1;
 // Measured: 370 on an AVX-512 host, 313 on an AVX2 one (countdown ties at step 7).
 const kMinComparedTotal = 250;
 const skip = missingPrerequisite() ?? false;
@@ -35,6 +38,7 @@ function firstDivergentToken(model, generated, runnelText) {
 describe(`greedy ${kTokens}-token continuations match llama.cpp up to its first near-tie`, {skip}, () => {
   let model;
   let nCompared = 0;
+  const earlyTies = [];
   before(async () => { model = await loadLlamaModel(); });
 
   for (const [name, prompt, special] of GREEDY_PROMPTS) {
@@ -49,9 +53,13 @@ describe(`greedy ${kTokens}-token continuations match llama.cpp up to its first 
       t.diagnostic(`${generated.length} tokens, ${compared} compared` +
                    (tie === -1 ? "" : ` (llama.cpp's top-2 margin ${margins[tie].toFixed(3)} at step ${tie})`) +
                    `; runnel follows llama.cpp for ${at} tokens; runnel ${ms.toFixed(0)} ms`);
-      assert.ok(compared >= Math.min(kMinComparedPerPrompt, generated.length),
-                `only ${compared} tokens comparable: llama.cpp's own top-2 margin ` +
-                `${margins[tie]?.toFixed(4)} at step ${tie} is a near-tie on this host`);
+      if (compared < Math.min(kMinComparedPerPrompt, generated.length)) {
+        earlyTies.push(name);
+        assert.ok(earlyTies.length <= kMaxEarlyTies,
+                  `only ${compared} tokens comparable: llama.cpp's own top-2 margin ` +
+                  `${margins[tie]?.toFixed(4)} at step ${tie} is a near-tie on this host ` +
+                  `(prompts tying before token ${kMinComparedPerPrompt}: ${earlyTies.join(", ")})`);
+      }
       if (compared === generated.length) {
         // The whole reply: runnel must also stop where llama.cpp stopped.
         const expected = model.detokenize(generated);
