@@ -11,16 +11,32 @@
 
 namespace runnel {
 
+// The signatures of the table's entries, named once so that kernel files and table
+// builders spell them the same way (plain function pointers: every backend's kernels are
+// free functions with these signatures).
+using DequantizeRowFn = void (*)(const void* src, float* dst, int64_t n);
+using QuantizeRowFn = void (*)(const float* src, void* dst, int64_t n);
+using VecDotFn = float (*)(int64_t n, const void* w, const void* a);
+using GemmPackBytesFn = size_t (*)(int64_t n);
+using GemmPackFn = void (*)(int64_t n, const void* a, size_t a_stride, int nc, void* packed);
+using GemmFn = void (*)(int64_t n, const void* w, size_t w_stride, int nr, const void* packed,
+                        int nc, float* out, size_t out_stride);
+using RepackX8Fn = void (*)(int64_t n, const void* rows, size_t row_stride, void* group);
+using GemmX8Fn = void (*)(int64_t n, const void* group, const void* a, size_t a_stride,
+                          const int32_t* a_sums, int nc, float* out, size_t out_stride);
+using UnpackX8RowFn = void (*)(int64_t n, const void* group, int r, void* row);
+using BlockSumsFn = void (*)(int64_t n, const void* a, int32_t* sums);
+
 struct TypeKernels {
   bool supported = false;
   // dst[0..n) = decoded row; n is a multiple of the block size.
-  void (*dequantize_row)(const void* src, float* dst, int64_t n) = nullptr;
+  DequantizeRowFn dequantize_row = nullptr;
   // Round-to-nearest quantization of a float row into this type's blocks.
-  void (*quantize_row)(const float* src, void* dst, int64_t n) = nullptr;
+  QuantizeRowFn quantize_row = nullptr;
   // The activation format this type's dot product takes (Q8_0, Q8_K, F32 ...).
   GgmlType vec_dot_type = GgmlType::F32;
   // sum_i w[i] * a[i] over n elements; w in this type, a in vec_dot_type.
-  float (*vec_dot)(int64_t n, const void* w, const void* a) = nullptr;
+  VecDotFn vec_dot = nullptr;
 
   // Optional batched products for prefill; nullptr where an ISA has none (matmul then
   // calls vec_dot per token). The activation side lives on the activation format's
@@ -30,10 +46,9 @@ struct TypeKernels {
   // kGemmRows weight rows with every row of one packed group:
   // out[c * out_stride + r] = vec_dot(n, w + r * w_stride, a_c) for r < nr, c < nc,
   // within the same error bounds as vec_dot.
-  size_t (*gemm_pack_bytes)(int64_t n) = nullptr;
-  void (*gemm_pack)(int64_t n, const void* a, size_t a_stride, int nc, void* packed) = nullptr;
-  void (*gemm)(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
-               float* out, size_t out_stride) = nullptr;
+  GemmPackBytesFn gemm_pack_bytes = nullptr;
+  GemmPackFn gemm_pack = nullptr;
+  GemmFn gemm = nullptr;
 
   // Optional row-interleaved layout ("x8"), for weights resident for the model's life:
   // repack_x8 rewrites 8 rows of n elements (row_stride apart) into one group of
@@ -43,16 +58,15 @@ struct TypeKernels {
   // apart): out[c * out_stride + r] = vec_dot(n, row r, a_c) for all 8 rows and c < nc,
   // within vec_dot's bounds. a_sums: for Q8_0 activations, the sums of every 32-quant
   // block (n / 32 per row, rows one after the other; block_sums of the Q8_0 entry).
-  void (*repack_x8)(int64_t n, const void* rows, size_t row_stride, void* group) = nullptr;
-  void (*gemm_x8)(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums,
-                  int nc, float* out, size_t out_stride) = nullptr;
+  RepackX8Fn repack_x8 = nullptr;
+  GemmX8Fn gemm_x8 = nullptr;
   // Row r (< 8) of a group back in the type's own block layout (row bytes).
-  void (*unpack_x8_row)(int64_t n, const void* group, int r, void* row) = nullptr;
+  UnpackX8RowFn unpack_x8_row = nullptr;
   // Bytes of one block column of an x8 group (the 8 rows' block b); 0: 8 * the type's
   // block bytes. Layouts that unpack scales for the lanes take a little more.
   uint32_t x8_block_bytes = 0;
   // On activation formats that gemm_x8 needs them for: sums of each 32-quant block.
-  void (*block_sums)(int64_t n, const void* a, int32_t* sums) = nullptr;
+  BlockSumsFn block_sums = nullptr;
 };
 
 // Tile limits of TypeKernels::gemm / gemm_pack; kX8Rows rows per repack_x8 group.

@@ -7,8 +7,8 @@
 #include <cstdint>
 
 namespace runnel::avx2 {
-// Internal linkage: avx512_gemm.cpp includes these too, compiled with the AVX-512 flags;
-// with external linkage the linker could keep that copy for the AVX2 kernels.
+// Internal linkage: the avx512_*.cpp files include these too, compiled with the AVX-512
+// flags; with external linkage the linker could keep that copy for the AVX2 kernels.
 namespace {
 
 // One f16 (raw bits) to float; equal to fp16_to_fp32 for every non-NaN input.
@@ -49,6 +49,25 @@ inline __m256i unpack_nibbles_16(const uint8_t* qs) {
       _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
   return _mm256_and_si256(_mm256_srlv_epi64(both, _mm256_setr_epi64x(0, 0, 4, 4)),
                           _mm256_set1_epi8(0x0F));
+}
+
+// Half h of a Q6_K block (128 elements) as 4 vectors of 32 quants in [0, 63] (q + 32, as
+// stored): vector k holds elements 32k .. 32k + 31 of the half. ql: the half's 64 bytes of
+// low 4 bits (ql[l]: elements l and l + 64, ql[32 + l]: l + 32 and l + 96), qh: its 32
+// bytes of high 2 bits (bits 2k, 2k + 1 of qh[l] belong to element 32k + l).
+inline void unpack_q6_k_half(const uint8_t* ql, const uint8_t* qh, __m256i (&q)[4]) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i ql_a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+  const __m256i ql_b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh));
+  q[0] = _mm256_or_si256(_mm256_and_si256(ql_a, low4),
+                         _mm256_slli_epi16(_mm256_and_si256(h, _mm256_set1_epi8(0x03)), 4));
+  q[1] = _mm256_or_si256(_mm256_and_si256(ql_b, low4),
+                         _mm256_slli_epi16(_mm256_and_si256(h, _mm256_set1_epi8(0x0C)), 2));
+  q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql_a, 4), low4),
+                         _mm256_and_si256(h, _mm256_set1_epi8(0x30)));
+  q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql_b, 4), low4),
+                         _mm256_srli_epi16(_mm256_and_si256(h, _mm256_set1_epi8(-64)), 2));
 }
 
 // 32 bits (little-endian bytes) -> 32 bytes, 0xFF where bit j is set, else 0.

@@ -16,10 +16,10 @@ namespace {
 KernelTable build_avx2_table() {
   KernelTable t = ref_kernels();  // types not sped up keep their reference entries
   t.isa = "avx2";
-  auto dot = [&t](GgmlType type, float (*fn)(int64_t, const void*, const void*)) {
+  auto dot = [&t](GgmlType type, VecDotFn fn) {
     t.types[static_cast<uint32_t>(type)].vec_dot = fn;
   };
-  auto quant = [&t](GgmlType type, void (*fn)(const float*, void*, int64_t)) {
+  auto quant = [&t](GgmlType type, QuantizeRowFn fn) {
     t.types[static_cast<uint32_t>(type)].quantize_row = fn;
   };
   using G = GgmlType;
@@ -41,13 +41,11 @@ KernelTable build_avx2_table() {
   quant(G::Q8_1, avx2::quantize_row_q8_1);
   quant(G::Q8_K, avx2::quantize_row_q8_k);
   // Batched prefill products: the activation formats pack, the weight types multiply.
-  auto pack = [&t](GgmlType type, size_t (*bytes)(int64_t),
-                   void (*fn)(int64_t, const void*, size_t, int, void*)) {
+  auto pack = [&t](GgmlType type, GemmPackBytesFn bytes, GemmPackFn fn) {
     t.types[static_cast<uint32_t>(type)].gemm_pack_bytes = bytes;
     t.types[static_cast<uint32_t>(type)].gemm_pack = fn;
   };
-  auto gemm = [&t](GgmlType type,
-                   void (*fn)(int64_t, const void*, size_t, int, const void*, int, float*, size_t)) {
+  auto gemm = [&t](GgmlType type, GemmFn fn) {
     t.types[static_cast<uint32_t>(type)].gemm = fn;
   };
   pack(G::Q8_0, avx2::gemm_pack_bytes_q8_0, avx2::gemm_pack_q8_0);
@@ -71,8 +69,7 @@ KernelTable build_avx2_table() {
   gemm(G::F16, avx2::gemm_f16);
   gemm(G::BF16, avx2::gemm_bf16);
   // Row-interleaved layout for resident weights (decode and prefill).
-  auto x8 = [&t](GgmlType type, void (*repack)(int64_t, const void*, size_t, void*),
-                 void (*fn)(int64_t, const void*, const void*, size_t, const int32_t*, int, float*, size_t)) {
+  auto x8 = [&t](GgmlType type, RepackX8Fn repack, GemmX8Fn fn) {
     t.types[static_cast<uint32_t>(type)].repack_x8 = repack;
     t.types[static_cast<uint32_t>(type)].gemm_x8 = fn;
   };
@@ -143,11 +140,10 @@ namespace {
 KernelTable build_avx512_table(const KernelTable& avx2_table) {
   KernelTable t = avx2_table;
   t.isa = "avx512";
-  auto dot = [&t](GgmlType type, float (*fn)(int64_t, const void*, const void*)) {
+  auto dot = [&t](GgmlType type, VecDotFn fn) {
     t.types[static_cast<uint32_t>(type)].vec_dot = fn;
   };
-  auto gemm = [&t](GgmlType type,
-                   void (*fn)(int64_t, const void*, size_t, int, const void*, int, float*, size_t)) {
+  auto gemm = [&t](GgmlType type, GemmFn fn) {
     t.types[static_cast<uint32_t>(type)].gemm = fn;
   };
   using G = GgmlType;
@@ -174,8 +170,7 @@ KernelTable build_avx512_table(const KernelTable& avx2_table) {
   // The inherited f32 tile for BF16 weights is slower than the vdpbf16ps dot per token,
   // so prompts keep the dot.
   if (cpu_has_avx512_bf16()) gemm(G::BF16, nullptr);
-  auto x8 = [&t](GgmlType type,
-                 void (*fn)(int64_t, const void*, const void*, size_t, const int32_t*, int, float*, size_t)) {
+  auto x8 = [&t](GgmlType type, GemmX8Fn fn) {
     t.types[static_cast<uint32_t>(type)].gemm_x8 = fn;
   };
   x8(G::Q4_0, avx512::gemm_x8_q4_0);

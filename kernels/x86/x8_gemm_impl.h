@@ -169,7 +169,8 @@ void gemm_q8_0(int64_t n, const void* group, const void* a, size_t a_stride, con
   for (int c = 0; c < NC; ++c) _mm256_storeu_ps(out + static_cast<size_t>(c) * out_stride, acc[c]);
 }
 
-using GemmFn = void (*)(int64_t, const void*, const void*, size_t, const int32_t*, float*, size_t);
+// One instantiation of a product for a token count (kernels.h GemmX8Fn less nc).
+using ByTokensFn = void (*)(int64_t, const void*, const void*, size_t, const int32_t*, float*, size_t);
 
 }  // namespace
 }  // namespace runnel::x8
@@ -183,7 +184,7 @@ using GemmFn = void (*)(int64_t, const void*, const void*, size_t, const int32_t
 #define RUNNEL_X8_DEFINE_PRODUCT(type, Dot)                                                                 \
   void gemm_x8_##type(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, \
                       int nc, float* out, size_t out_stride) {                                              \
-    static constexpr x8::GemmFn kByTokens[kGemmCols] = {                                                    \
+    static constexpr x8::ByTokensFn kByTokens[kGemmCols] = {                                                \
         x8::gemm_##type<Dot, 1>, x8::gemm_##type<Dot, 2>, x8::gemm_##type<Dot, 3>, x8::gemm_##type<Dot, 4>,   \
         x8::gemm_##type<Dot, 5>, x8::gemm_##type<Dot, 6>, x8::gemm_##type<Dot, 7>, x8::gemm_##type<Dot, 8>};  \
     kByTokens[nc - 1](n, group, a, a_stride, a_sums, out, out_stride);                                      \

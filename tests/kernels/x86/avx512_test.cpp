@@ -13,6 +13,9 @@
 //  - VNNI gemm kernels (avx512_gemm.h), each output of a prompt product against ref's
 //    vec_dot: the quantized dots' bound, as the AVX2 tiles (avx2_test.cpp tests the
 //    registered ones through the table too).
+//  - The k-quant dots and the Q5_K tile are one template over each ISA's integer steps
+//    (kquant_dots_impl.h, gemm_impl.h) with the same exact integer sums and float steps:
+//    they give the AVX2 kernels' bits.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -22,6 +25,7 @@
 #include "kernels/fp16.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/blocks.h"
+#include "kernels/x86/avx2.h"
 #include "kernels/x86/avx512_dots.h"
 #include "kernels/x86/avx512_gemm.h"
 #include "kernels/x86/x86.h"
@@ -31,7 +35,6 @@
 namespace runnel {
 namespace {
 
-using DotFn = float (*)(int64_t, const void*, const void*);
 using test::ByteMode;
 using test::dot_magnitude;
 using test::make_row;
@@ -42,7 +45,7 @@ using test::RowKind;
 
 struct Dot {
   GgmlType type;
-  DotFn fn;
+  VecDotFn fn;
 };
 
 constexpr Dot kQuantDots[] = {
@@ -115,6 +118,49 @@ TEST_CASE("AVX-512 quantized dots match ref on adversarial blocks", "[avx512]") 
       }
     }
   }
+}
+
+TEST_CASE("AVX-512 k-quant dots and Q5_K tile give the AVX2 ones' bits", "[avx512]") {
+  if (!has_avx512_or_warn() || !cpu_has_avx2()) return;
+  const Dot avx2_dots[] = {{GgmlType::Q2_K, avx2::vec_dot_q2_k},
+                           {GgmlType::Q3_K, avx2::vec_dot_q3_k},
+                           {GgmlType::Q4_K, avx2::vec_dot_q4_k},
+                           {GgmlType::Q5_K, avx2::vec_dot_q5_k},
+                           {GgmlType::Q6_K, avx2::vec_dot_q6_k}};
+  for (const Dot& d2 : avx2_dots) {
+    const Dot& d512 = *std::find_if(std::begin(kQuantDots), std::end(kQuantDots),
+                                    [&](const Dot& d) { return d.type == d2.type; });
+    for (int64_t n : test::kSuperBlockLengths) {
+      for (int byte_mode = 0; byte_mode < 3; ++byte_mode) {
+        INFO("type " << traits(d2.type).name << ", n " << n << ", bytes " << byte_mode);
+        Rng rng(static_cast<uint64_t>(n) * 7 + static_cast<uint64_t>(byte_mode));
+        const auto w = raw_weight_row(d2.type, n, rng, static_cast<ByteMode>(byte_mode));
+        const auto a = raw_activation_row(GgmlType::Q8_K, n, rng, byte_mode == 2);
+        const float got = d512.fn(n, w.data(), a.data());
+        const float want = d2.fn(n, w.data(), a.data());
+        CHECK(std::memcmp(&got, &want, sizeof got) == 0);
+      }
+    }
+  }
+  // Q5_K's tile: 8 rows x 8 tokens of one packed group
+  const int64_t n = 768;
+  Rng rng(77);
+  std::vector<uint8_t> w, a;
+  for (int r = 0; r < kGemmRows; ++r) {
+    const auto row = test::quantize(GgmlType::Q5_K, make_row(RowKind::kHeavy, rng, n));
+    w.insert(w.end(), row.begin(), row.end());
+  }
+  for (int c = 0; c < kGemmCols; ++c) {
+    const auto row = test::quantize(GgmlType::Q8_K, make_row(RowKind::kBell, rng, n));
+    a.insert(a.end(), row.begin(), row.end());
+  }
+  std::vector<uint8_t> packed(avx2::gemm_pack_bytes_q8_k(n));
+  avx2::gemm_pack_q8_k(n, a.data(), row_bytes(GgmlType::Q8_K, n), kGemmCols, packed.data());
+  float got[kGemmRows * kGemmCols], want[kGemmRows * kGemmCols];
+  const size_t w_stride = row_bytes(GgmlType::Q5_K, n);
+  avx512::gemm_q5_k(n, w.data(), w_stride, kGemmRows, packed.data(), kGemmCols, got, kGemmRows);
+  avx2::gemm_q5_k(n, w.data(), w_stride, kGemmRows, packed.data(), kGemmCols, want, kGemmRows);
+  CHECK(std::memcmp(got, want, sizeof got) == 0);
 }
 
 TEST_CASE("AVX-512 dots: hand-checked extreme blocks", "[avx512]") {
@@ -213,7 +259,7 @@ void make_float_rows(int kind, Rng& rng, int64_t n, std::vector<float>& x, std::
   }
 }
 
-void check_float_dot(GgmlType t, DotFn fn, bool dpbf16) {
+void check_float_dot(GgmlType t, VecDotFn fn, bool dpbf16) {
   for (int64_t n :
        {1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 200, 576, 4096, 4099}) {
     for (int kind = 0; kind < (t == GgmlType::BF16 ? 5 : 4); ++kind) {
@@ -275,8 +321,6 @@ TEST_CASE("AVX-512 BF16 dot with vdpbf16ps matches ref within its bound", "[avx5
 }
 
 // ---------------------------------------------------------------- batched products (gemm)
-
-using GemmFn = void (*)(int64_t, const void*, size_t, int, const void*, int, float*, size_t);
 
 struct Gemm {
   GgmlType type;
