@@ -84,13 +84,14 @@ void attend_one(const ModelConfig& c, const KvCache& kv, int layer, const float*
   const int k_off = kv_head * c.head_dim;
   const int v_off = kv_head * c.head_dim_v;
   touch_rows(kv.k(layer, keys.first) + k_off, n, kv.k_row_bytes(), c.head_dim * sizeof(uint16_t));
-  touch_rows(kv.v_row(layer, v_off) + keys.first, c.head_dim_v, kv.n_ctx() * sizeof(uint16_t),
+  const int v_cell = kv.cell(layer, keys.first);
+  touch_rows(kv.v_row(layer, v_off) + v_cell, c.head_dim_v, kv.cells(layer) * sizeof(uint16_t),
              n * sizeof(uint16_t));
   for (int t = 0; t < n; ++t) scores[t] = dot(c.head_dim, kv.k(layer, keys.first + t) + k_off) * scale;
   to_probabilities(c, scores, n);
   // out[d] = probabilities . V^T[d][first .. first + n)
   prepare(scores, n);
-  for (int d = 0; d < c.head_dim_v; ++d) out[d] = dot(n, kv.v_row(layer, v_off + d) + keys.first);
+  for (int d = 0; d < c.head_dim_v; ++d) out[d] = dot(n, kv.v_row(layer, v_off + d) + v_cell);
 }
 
 // Query heads kv_head * group .. + group - 1 of one token (q, out: the first of them),
@@ -113,7 +114,8 @@ void attend_group(const ModelConfig& c, const KvCache& kv, int layer, const floa
   const int k_off = kv_head * c.head_dim;
   const int v_off = kv_head * c.head_dim_v;
   touch_rows(kv.k(layer, keys.first) + k_off, n, kv.k_row_bytes(), c.head_dim * sizeof(uint16_t));
-  touch_rows(kv.v_row(layer, v_off) + keys.first, c.head_dim_v, kv.n_ctx() * sizeof(uint16_t),
+  const int v_cell = kv.cell(layer, keys.first);
+  touch_rows(kv.v_row(layer, v_off) + v_cell, c.head_dim_v, kv.cells(layer) * sizeof(uint16_t),
              n * sizeof(uint16_t));
   for (int t = 0; t < n; ++t) {
     k.dot_multi(c.head_dim, kv.k(layer, keys.first + t) + k_off, s.act_f32(task), a_stride, group, scores + t,
@@ -127,7 +129,7 @@ void attend_group(const ModelConfig& c, const KvCache& kv, int layer, const floa
   }
   // out[j][d] = probabilities_j . V^T[d][first .. first + n)
   for (int d = 0; d < c.head_dim_v; ++d) {
-    k.dot_multi(n, kv.v_row(layer, v_off + d) + keys.first, s.act_f32(task), a_stride, group, out + d,
+    k.dot_multi(n, kv.v_row(layer, v_off + d) + v_cell, s.act_f32(task), a_stride, group, out + d,
                 c.head_dim_v);
   }
 }

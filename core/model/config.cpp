@@ -48,7 +48,15 @@ std::string layer_name(int layer, std::string_view suffix) {
   return "blk." + std::to_string(layer) + "." + std::string(suffix);
 }
 
+bool is_llama_family(Arch a) { return a == Arch::Llama || a == Arch::Qwen2 || a == Arch::Qwen3; }
+
+// rope.scaling.*: the type and factor, the original context (YaRN's, and where Phi-3's
+// LongRoPE switches to its long factors) and the cos/sin scale, which llama.cpp applies
+// to every family (Phi-3 converters write LongRoPE's sqrt(1 + ln(s) / ln(n_ctx_orig)),
+// s = context_length / n_ctx_orig, there; without the key it is 1, as in llama.cpp).
 void read_rope_scaling(const GgufMetadata& md, const std::string& arch, ModelConfig& c) {
+  c.n_ctx_orig = read_int(md, key_of(arch, "rope.scaling.original_context_length"), 1, c.n_ctx_train);
+  c.rope_attn_factor = read_float(md, key_of(arch, "rope.scaling.attn_factor"), 1.0f, true);
   const std::optional<std::string> type = md.find_string(key_of(arch, "rope.scaling.type"));
   const float factor = read_float(md, key_of(arch, "rope.scaling.factor"), 0.0f, false);
   if (!type || *type == "none") {
@@ -62,10 +70,33 @@ void read_rope_scaling(const GgufMetadata& md, const std::string& arch, ModelCon
       throw GgufError("metadata " + key_of(arch, "rope.scaling.factor") + " = " +
                       std::to_string(factor) + ": linear rope scaling needs a positive factor");
     }
+    c.rope_scaling = RopeScaling::Linear;
     c.rope_freq_scale = 1.0f / factor;
     return;
   }
-  throw GgufError("rope scaling type '" + *type + "' is not supported (supported: none, linear)");
+  if (*type == "yarn") {
+    if (!is_llama_family(c.arch)) {
+      throw GgufError("rope scaling type 'yarn' is not supported for " + arch +
+                      " (supported there: none, linear)");
+    }
+    // A factor below 1 would shrink the context; llama.cpp's magnitude correction
+    // assumes one above it.
+    if (!(factor >= 1.0f)) {
+      throw GgufError("metadata " + key_of(arch, "rope.scaling.factor") + " = " +
+                      std::to_string(factor) + ": yarn rope scaling needs a factor >= 1");
+    }
+    c.rope_scaling = RopeScaling::Yarn;
+    c.rope_freq_scale = 1.0f / factor;
+    // llama.cpp reads the betas for a few other families only and uses these defaults
+    // for llama and qwen; converters write them from config.json, where they are the
+    // same defaults. rope.scaling.yarn_ext_factor / yarn_attn_factor are ignored like
+    // llama.cpp does for these families.
+    c.yarn_beta_fast = read_float(md, key_of(arch, "rope.scaling.yarn_beta_fast"), 32.0f, true);
+    c.yarn_beta_slow = read_float(md, key_of(arch, "rope.scaling.yarn_beta_slow"), 1.0f, true);
+    return;
+  }
+  throw GgufError("rope scaling type '" + *type +
+                  "' is not supported (supported: none, linear, yarn)");
 }
 
 struct ArchInfo {
@@ -76,6 +107,7 @@ struct ArchInfo {
 constexpr ArchInfo kArchs[] = {
     {Arch::Llama, "llama"},   {Arch::Qwen2, "qwen2"},   {Arch::Qwen3, "qwen3"},
     {Arch::Gemma, "gemma"},   {Arch::Gemma2, "gemma2"}, {Arch::Gemma3, "gemma3"},
+    {Arch::Phi3, "phi3"},
 };
 
 bool is_gemma(Arch a) { return a == Arch::Gemma || a == Arch::Gemma2 || a == Arch::Gemma3; }
@@ -87,6 +119,7 @@ void set_family_traits(ModelConfig& c) {
   c.has_qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Gemma3;
   c.has_post_norms = c.arch == Arch::Gemma2 || c.arch == Arch::Gemma3;
   if (is_gemma(c.arch)) c.ffn_act = FfnAct::Gelu;
+  c.fused_gate_up = c.arch == Arch::Phi3;
 }
 
 // Which layers use the sliding window: the key's per-layer flags, or a period n where
@@ -120,8 +153,9 @@ void read_family_hparams(const GgufMetadata& md, const std::string& a, ModelConf
     c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.n_embd / c.n_head));
   }
   if (c.arch == Arch::Gemma2) {
-    c.attn_softcap = read_float(md, key_of(a, "attn_logit_softcapping"), 0.0f, false);
-    c.final_softcap = read_float(md, key_of(a, "final_logit_softcapping"), 0.0f, false);
+    // Gemma 2's caps when the file omits them, as llama.cpp assumes
+    c.attn_softcap = read_float(md, key_of(a, "attn_logit_softcapping"), 50.0f, false);
+    c.final_softcap = read_float(md, key_of(a, "final_logit_softcapping"), 30.0f, false);
   }
   if (c.arch == Arch::Gemma3) c.final_softcap = read_float(md, key_of(a, "final_logit_softcapping"), 0.0f, false);
   if (c.attn_softcap < 0.0f || c.final_softcap < 0.0f) {
@@ -145,6 +179,9 @@ void read_family_hparams(const GgufMetadata& md, const std::string& a, ModelConf
     c.n_swa = read_int(md, swa_key, 0, 0);
     if (c.n_swa > 0) read_swa_layers(md, a, 0, c);
   }
+  // phi3: attention.sliding_window is ignored. llama.cpp disables Phi's sliding window
+  // (its converters do not say which layers slide; llama.cpp PR 13676), so for parity
+  // every layer attends to the whole context here too.
   c.rope_freq_base_swa = read_float(md, key_of(a, "rope.freq_base_swa"), c.rope_freq_base_swa, true);
   if (c.swa_layers.empty()) c.swa_layers.assign(c.n_layer, false);
 }
@@ -234,7 +271,15 @@ ModelConfig ModelConfig::from_model(const GgufModel& model) {
   // Gemma 1 and 2 always read the embedding as the lm_head, like llama.cpp.
   c.tied_output = model.find_tensor("output.weight") == nullptr || c.arch == Arch::Gemma ||
                   c.arch == Arch::Gemma2;
-  c.has_rope_freqs = model.find_tensor("rope_freqs.weight") != nullptr;
+  // phi3 reads LongRoPE's factors instead of rope_freqs (llama.cpp's get_rope_factors),
+  // and either one fused attn_qkv or separate q, k, v matrices.
+  if (c.arch == Arch::Phi3) {
+    c.has_longrope = model.find_tensor("rope_factors_long.weight") != nullptr ||
+                     model.find_tensor("rope_factors_short.weight") != nullptr;
+    c.fused_qkv = model.find_tensor("blk.0.attn_qkv.weight") != nullptr;
+  } else {
+    c.has_rope_freqs = model.find_tensor("rope_freqs.weight") != nullptr;
+  }
   validate_tensors(c, model);
   return c;
 }
@@ -243,11 +288,20 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) {
   std::vector<ExpectedTensor> t;
   t.push_back({"token_embd.weight", {c.n_embd, c.n_vocab}});
   if (c.has_rope_freqs) t.push_back({"rope_freqs.weight", {c.n_rot / 2}});
+  if (c.has_longrope) {
+    t.push_back({"rope_factors_long.weight", {c.n_rot / 2}});
+    t.push_back({"rope_factors_short.weight", {c.n_rot / 2}});
+  }
   for (int l = 0; l < c.n_layer; ++l) {
     t.push_back({layer_name(l, "attn_norm.weight"), {c.n_embd}});
-    t.push_back({layer_name(l, "attn_q.weight"), {c.n_embd, c.q_dim()}});
-    t.push_back({layer_name(l, "attn_k.weight"), {c.n_embd, c.kv_dim()}});
-    t.push_back({layer_name(l, "attn_v.weight"), {c.n_embd, c.v_dim()}});
+    if (c.fused_qkv) {
+      const int rows = c.q_dim() + c.kv_dim() + c.v_dim();
+      t.push_back({layer_name(l, "attn_qkv.weight"), {c.n_embd, rows}});
+    } else {
+      t.push_back({layer_name(l, "attn_q.weight"), {c.n_embd, c.q_dim()}});
+      t.push_back({layer_name(l, "attn_k.weight"), {c.n_embd, c.kv_dim()}});
+      t.push_back({layer_name(l, "attn_v.weight"), {c.n_embd, c.v_dim()}});
+    }
     if (c.has_qkv_bias) {
       t.push_back({layer_name(l, "attn_q.bias"), {c.q_dim()}});
       t.push_back({layer_name(l, "attn_k.bias"), {c.kv_dim()}});
@@ -260,8 +314,12 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) {
     t.push_back({layer_name(l, "attn_output.weight"), {c.attn_out_dim(), c.n_embd}});
     if (c.has_post_norms) t.push_back({layer_name(l, "post_attention_norm.weight"), {c.n_embd}});
     t.push_back({layer_name(l, "ffn_norm.weight"), {c.n_embd}});
-    t.push_back({layer_name(l, "ffn_gate.weight"), {c.n_embd, c.n_ff}});
-    t.push_back({layer_name(l, "ffn_up.weight"), {c.n_embd, c.n_ff}});
+    if (c.fused_gate_up) {
+      t.push_back({layer_name(l, "ffn_up.weight"), {c.n_embd, 2 * c.n_ff}});
+    } else {
+      t.push_back({layer_name(l, "ffn_gate.weight"), {c.n_embd, c.n_ff}});
+      t.push_back({layer_name(l, "ffn_up.weight"), {c.n_embd, c.n_ff}});
+    }
     t.push_back({layer_name(l, "ffn_down.weight"), {c.n_ff, c.n_embd}});
     if (c.has_post_norms) t.push_back({layer_name(l, "post_ffw_norm.weight"), {c.n_embd}});
   }

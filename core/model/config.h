@@ -12,13 +12,18 @@
 namespace runnel {
 
 // The architectures runnel runs (GGUF general.architecture). Each family has one
-// forward function: llama, qwen2, qwen3 -> Model::forward_llama (core/model/llama.cpp);
+// forward function: llama, qwen2, qwen3, phi3 -> Model::forward_llama (core/model/llama.cpp);
 // gemma, gemma2, gemma3 -> Model::forward_gemma (core/model/gemma.cpp).
-enum class Arch { Llama, Qwen2, Qwen3, Gemma, Gemma2, Gemma3 };
+enum class Arch { Llama, Qwen2, Qwen3, Gemma, Gemma2, Gemma3, Phi3 };
 
 // How rope pairs dimensions: Normal rotates (2i, 2i+1) (llama), Neox rotates
 // (i, i + n_rot/2) (qwen2, qwen3, gemma).
 enum class RopeType { Normal, Neox };
+
+// How positions are stretched past the trained context ({arch}.rope.scaling.type):
+// linear divides every angle by the factor; YaRN interpolates only the slow pairs
+// (kernels/ref/ops.h). Phi-3's LongRoPE is not a type: its per-pair factors are tensors.
+enum class RopeScaling { None, Linear, Yarn };
 
 // The feed-forward gate: silu(gate) * up (llama, qwen) or gelu(gate) * up (gemma).
 enum class FfnAct { Silu, Gelu };
@@ -41,8 +46,21 @@ struct ModelConfig {
   RopeType rope_type = RopeType::Normal;
   int n_rot = 0;  // rotated dims per head (<= head_dim)
   float rope_freq_base = 10000.0f;
-  float rope_freq_scale = 1.0f;  // 1 / rope.scaling.factor for linear scaling
+  float rope_freq_scale = 1.0f;  // 1 / rope.scaling.factor for linear scaling and YaRN
   bool has_rope_freqs = false;   // rope_freqs.weight: per-pair divisors (llama3)
+  RopeScaling rope_scaling = RopeScaling::None;
+  float rope_attn_factor = 1.0f;  // scales cos and sin: rope.scaling.attn_factor (LongRoPE's)
+  int n_ctx_orig = 0;             // rope.scaling.original_context_length, else n_ctx_train
+  float yarn_beta_fast = 32.0f;   // rope.scaling.yarn_beta_fast / _slow (YaRN's ramp ends)
+  float yarn_beta_slow = 1.0f;
+  // phi3 LongRoPE: rope_factors_long.weight / rope_factors_short.weight, per-pair divisors
+  // for sessions longer than n_ctx_orig / the others (Model::rope_factors).
+  bool has_longrope = false;
+
+  // Fused matrices (phi3): blk.N.attn_qkv.weight holds the q, k and v rows in that order;
+  // blk.N.ffn_up.weight [n_embd, 2 n_ff] the gate rows, then the up rows.
+  bool fused_qkv = false;
+  bool fused_gate_up = false;
 
   bool has_qkv_bias = false;    // qwen2
   bool has_qk_norm = false;     // qwen3, gemma3: per-head rms norm of q and k before rope
@@ -61,6 +79,12 @@ struct ModelConfig {
   float rope_freq_base_swa = 10000.0f;
   float rope_freq_scale_swa = 1.0f;
   bool is_swa(int layer) const { return n_swa > 0 && swa_layers[layer]; }
+  // Per layer: its sliding window or 0, the KV cache's layout (core/kv/kv_cache.h).
+  std::vector<int> kv_windows() const {
+    std::vector<int> w(n_layer, 0);
+    for (int l = 0; l < n_layer; ++l) w[l] = is_swa(l) ? n_swa : 0;
+    return w;
+  }
 
   int q_dim() const { return n_head * head_dim; }           // rows of attn_q
   int kv_dim() const { return n_head_kv * head_dim; }       // rows of attn_k

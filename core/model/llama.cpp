@@ -1,5 +1,7 @@
 // The llama family's forward pass: llama 2/3, Mistral, SmolLM; qwen2 (q/k/v biases,
-// neox rope) and qwen3 (q/k norms, neox rope) differ only in their config.
+// neox rope), qwen3 (q/k norms, neox rope) and phi3 (Phi-3, Phi-3.5, Phi-4-mini: fused
+// qkv and gate-up matrices read as row ranges, neox rope, LongRoPE factors) differ only
+// in their config and weights.
 #include "core/model/model.h"
 
 namespace runnel {

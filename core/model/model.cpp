@@ -25,6 +25,18 @@ void rope_heads(const FloatOps& ops, const ModelConfig& c, float* x, int n_heads
   }
 }
 
+// Rows [first, first + n) of `m` as a matrix of its own: a part of a fused tensor. A
+// repacked matrix is cut between its x8 groups (first a multiple of kX8Rows: the load
+// repacks a fused tensor only when every part starts on a group).
+Matrix row_range(const Matrix& m, int64_t first, int64_t n) {
+  Matrix part = m;
+  const size_t group_bytes = m.x8 ? x8_group_bytes(kernels().of(m.type), m.type, m.n_in) : 0;
+  part.data += m.x8 ? static_cast<size_t>(first / kX8Rows) * group_bytes
+                    : static_cast<size_t>(first) * row_bytes(m.type, m.n_in);
+  part.n_out = n;
+  return part;
+}
+
 }  // namespace
 
 ForwardScratch::ForwardScratch(const Model& model, int n_batch_, int n_ctx, int n_tasks_,
@@ -54,6 +66,7 @@ uint64_t ForwardScratch::float_bytes_allocated() const {
 ForwardScratch::ForwardScratch(const ModelConfig& c, int n_batch_, int n_ctx, int n_tasks_,
                                bool all_logits)
     : n_batch(n_batch_),
+      n_ctx(n_ctx),
       x(static_cast<size_t>(n_batch_) * c.n_embd),
       xb(static_cast<size_t>(n_batch_) * c.n_embd),
       q(static_cast<size_t>(n_batch_) * c.q_dim()),
@@ -83,13 +96,14 @@ Model::Model(const ModelConfig& config, WeightStore& store, Parallel* par)
     // A tensor the config says this family has (validate_tensors checked it), else null.
     auto maybe = [&](bool present, const char* name) { return present ? require(m, p + name) : nullptr; };
     layers_.push_back(LayerTensors{
-        require(m, p + "attn_norm.weight"), require(m, p + "attn_q.weight"),
-        require(m, p + "attn_k.weight"), require(m, p + "attn_v.weight"),
-        maybe(config.has_qkv_bias, "attn_q.bias"), maybe(config.has_qkv_bias, "attn_k.bias"),
+        require(m, p + "attn_norm.weight"), maybe(!config.fused_qkv, "attn_q.weight"),
+        maybe(!config.fused_qkv, "attn_k.weight"), maybe(!config.fused_qkv, "attn_v.weight"),
+        maybe(config.fused_qkv, "attn_qkv.weight"), maybe(config.has_qkv_bias, "attn_q.bias"),
+        maybe(config.has_qkv_bias, "attn_k.bias"),
         maybe(config.has_qkv_bias, "attn_v.bias"), maybe(config.has_qk_norm, "attn_q_norm.weight"),
         maybe(config.has_qk_norm, "attn_k_norm.weight"), require(m, p + "attn_output.weight"),
         maybe(config.has_post_norms, "post_attention_norm.weight"), require(m, p + "ffn_norm.weight"),
-        require(m, p + "ffn_gate.weight"), require(m, p + "ffn_up.weight"),
+        maybe(!config.fused_gate_up, "ffn_gate.weight"), require(m, p + "ffn_up.weight"),
         require(m, p + "ffn_down.weight"), maybe(config.has_post_norms, "post_ffw_norm.weight")});
   }
   token_embd_ = require(m, "token_embd.weight");
@@ -102,6 +116,12 @@ Model::Model(const ModelConfig& config, WeightStore& store, Parallel* par)
     rope_freqs_.resize(config.n_rot / 2);
     dequantize(require(m, "rope_freqs.weight"), rope_freqs_.data());
   }
+  if (config.has_longrope) {
+    rope_long_.resize(config.n_rot / 2);
+    rope_short_.resize(config.n_rot / 2);
+    dequantize(require(m, "rope_factors_long.weight"), rope_long_.data());
+    dequantize(require(m, "rope_factors_short.weight"), rope_short_.data());
+  }
 }
 
 Model::~Model() {
@@ -113,6 +133,26 @@ Matrix Model::matrix(const GgufTensorInfo* t) {
   return Matrix{store_.tensor_bytes(*t).data(), t->type, t->dims[0], t->dims[1]};
 }
 
+std::array<Matrix, 3> Model::qkv_matrices(const LayerTensors& w) {
+  if (!w.wqkv) return {matrix(w.wq), matrix(w.wk), matrix(w.wv)};
+  const ModelConfig& c = config_;
+  const Matrix qkv = matrix(w.wqkv);  // [q_dim + kv_dim + v_dim] rows
+  return {row_range(qkv, 0, c.q_dim()), row_range(qkv, c.q_dim(), c.kv_dim()),
+          row_range(qkv, c.q_dim() + c.kv_dim(), c.v_dim())};
+}
+
+std::array<Matrix, 2> Model::gate_up_matrices(const LayerTensors& w) {
+  if (w.w_gate) return {matrix(w.w_gate), matrix(w.w_up)};
+  const Matrix gate_up = matrix(w.w_up);  // [2 n_ff] rows: gate, then up (llama.cpp's swiglu order)
+  return {row_range(gate_up, 0, config_.n_ff), row_range(gate_up, config_.n_ff, config_.n_ff)};
+}
+
+const float* Model::rope_factors(int n_ctx) const {
+  if (!rope_freqs_.empty()) return rope_freqs_.data();
+  if (!rope_long_.empty()) return n_ctx > config_.n_ctx_orig ? rope_long_.data() : rope_short_.data();
+  return nullptr;
+}
+
 bool x8_repacks(const TypeKernels& k, const GgufTensorInfo& t, bool is_embedding, bool embedding_is_output) {
   if (!k.repack_x8 || !k.gemm_x8 || t.dims.size() != 2 || t.dims[1] % kX8Rows != 0) return false;
   return !is_embedding || (embedding_is_output && k.unpack_x8_row);
@@ -120,8 +160,9 @@ bool x8_repacks(const TypeKernels& k, const GgufTensorInfo& t, bool is_embedding
 
 void Model::repack_weights(Parallel& par) {
   const KernelTable& table = kernels();
-  auto consider = [&](const GgufTensorInfo* t) {
-    if (t == nullptr || x8_.count(t)) return;
+  // aligned: a fused tensor's parts all start on a whole x8 group (row_range).
+  auto consider = [&](const GgufTensorInfo* t, bool aligned = true) {
+    if (t == nullptr || !aligned || x8_.count(t)) return;
     const TypeKernels& k = table.of(t->type);
     if (!x8_repacks(k, *t, t == token_embd_, output_ == token_embd_)) return;
     const size_t group_bytes = x8_group_bytes(k, t->type, t->dims[0]);
@@ -145,8 +186,13 @@ void Model::repack_weights(Parallel& par) {
     store_.drop(*t);
     x8_.emplace(t, dst);
   };
+  const ModelConfig& c = config_;
+  const bool qkv_aligned = c.q_dim() % kX8Rows == 0 && c.kv_dim() % kX8Rows == 0;
+  const bool gate_up_aligned = !c.fused_gate_up || c.n_ff % kX8Rows == 0;
   for (const LayerTensors& l : layers_) {
-    for (const GgufTensorInfo* t : {l.wq, l.wk, l.wv, l.wo, l.w_gate, l.w_up, l.w_down}) consider(t);
+    for (const GgufTensorInfo* t : {l.wq, l.wk, l.wv, l.wo, l.w_gate, l.w_down}) consider(t);
+    consider(l.wqkv, qkv_aligned);
+    consider(l.w_up, gate_up_aligned);
   }
   consider(output_);
 }
@@ -165,7 +211,7 @@ size_t Model::max_activation_row_bytes() const {
     if (t) max_bytes = std::max(max_bytes, activation_row_bytes(t->type, t->dims[0]));
   };
   for (const LayerTensors& l : layers_) {
-    for (const GgufTensorInfo* t : {l.wq, l.wk, l.wv, l.wo, l.w_gate, l.w_up, l.w_down}) {
+    for (const GgufTensorInfo* t : {l.wq, l.wk, l.wv, l.wqkv, l.wo, l.w_gate, l.w_up, l.w_down}) {
       consider(t);
     }
   }
@@ -179,7 +225,7 @@ size_t Model::max_activation_pack_bytes() const {
     if (t) max_bytes = std::max(max_bytes, activation_pack_bytes(t->type, t->dims[0]));
   };
   for (const LayerTensors& l : layers_) {
-    for (const GgufTensorInfo* t : {l.wq, l.wk, l.wv, l.wo, l.w_gate, l.w_up, l.w_down}) {
+    for (const GgufTensorInfo* t : {l.wq, l.wk, l.wv, l.wqkv, l.wo, l.w_gate, l.w_up, l.w_down}) {
       consider(t);
     }
   }
@@ -193,6 +239,13 @@ RopeParams rope_params(const ModelConfig& c, bool sliding, const float* freq_fac
   rp.freq_base = sliding ? c.rope_freq_base_swa : c.rope_freq_base;
   rp.freq_scale = sliding ? c.rope_freq_scale_swa : c.rope_freq_scale;
   rp.freq_factors = freq_factors;
+  rp.attn_factor = c.rope_attn_factor;
+  if (c.rope_scaling == RopeScaling::Yarn) {
+    rp.ext_factor = 1.0f;
+    rp.n_ctx_orig = c.n_ctx_orig;
+    rp.beta_fast = c.yarn_beta_fast;
+    rp.beta_slow = c.yarn_beta_slow;
+  }
   return rp;
 }
 
@@ -200,12 +253,12 @@ void Model::rerotate_keys(KvCache& kv, int pos, int count, int delta) const {
   const ModelConfig& c = config_;
   const FloatOps& ops = float_ops();
   const TypeKernels& k = kernels().of(kv.type());
-  const float* factors = rope_freqs_.empty() ? nullptr : rope_freqs_.data();
+  const float* factors = rope_factors(kv.n_ctx());  // the session's context is its cache's
   std::vector<float> cos_sin(c.n_rot);  // [n_rot] the rotation by delta
   std::vector<float> row(c.kv_dim());  // [kv_dim] one position's keys
   for (int l = 0; l < c.n_layer; ++l) {
     ops.rope_cos_sin(delta, rope_params(c, c.is_swa(l), factors), cos_sin.data());
-    for (int p = pos; p < pos + count; ++p) {
+    for (int p = std::max(pos, kv.first_pos(l)); p < pos + count; ++p) {  // what a sliding layer holds
       uint8_t* bytes = kv.k_row_mut(l, p);
       k.dequantize_row(bytes, row.data(), c.kv_dim());
       rope_heads(ops, c, row.data(), c.n_head_kv, cos_sin.data());
@@ -216,10 +269,12 @@ void Model::rerotate_keys(KvCache& kv, int pos, int count, int delta) const {
 
 void Model::forward(std::span<const int32_t> tokens, int pos0, bool all_logits, KvCache& kv,
                     ForwardScratch& s, Parallel& par, float* hidden_out) {
+  kv.make_room(pos0, static_cast<int>(tokens.size()));  // sliding layers drop what no token will see
   switch (config_.arch) {
     case Arch::Llama:
     case Arch::Qwen2:
     case Arch::Qwen3:
+    case Arch::Phi3:
       return forward_llama(tokens, pos0, all_logits, kv, s, par, hidden_out);
     case Arch::Gemma:
     case Arch::Gemma2:
@@ -252,7 +307,7 @@ void Model::embed(std::span<const int32_t> tokens, int pos0, ForwardScratch& s) 
 
   // rope [n, n_rot]: each position's rotation, shared by every head and layer (and the
   // same with the sliding layers' base)
-  const float* factors = rope_freqs_.empty() ? nullptr : rope_freqs_.data();
+  const float* factors = rope_factors(s.n_ctx);
   for (int i = 0; i < n; ++i) {
     ops.rope_cos_sin(pos0 + i, rope_params(c, false, factors), &s.rope[static_cast<size_t>(i) * c.n_rot]);
     if (!s.rope_swa.empty()) {
@@ -282,9 +337,9 @@ void Model::attention_block(int l, int n, int pos0, KvCache& kv, ForwardScratch&
   const float* bq = c.has_qkv_bias ? s.bias_q.data() : nullptr;
   const float* bk = c.has_qkv_bias ? s.bias_k.data() : nullptr;
   const float* bv = c.has_qkv_bias ? s.bias_v.data() : nullptr;
-  const MatmulJob qkv[] = {{matrix(w.wq), s.q.data(), bq},
-                           {matrix(w.wk), s.k.data(), bk},
-                           {matrix(w.wv), s.v.data(), bv}};
+  const std::array<Matrix, 3> wqkv = qkv_matrices(w);
+  const MatmulJob qkv[] = {
+      {wqkv[0], s.q.data(), bq}, {wqkv[1], s.k.data(), bk}, {wqkv[2], s.v.data(), bv}};
   matmul(par, s.xb.data(), n, qkv, s.mm);
   // each head of q and k rms-normed (qwen3, gemma3)
   if (c.has_qk_norm) {
@@ -320,8 +375,9 @@ void Model::ffn_block(int l, int n, ForwardScratch& s, Parallel& par) {
   const LayerTensors& w = layers_[l];
   // gate, up [n, n_ff] = W xb; gate = act(gate) * up, by each task on the rows it
   // computed (alone on one thread after the product, it left the other thread idle)
-  const MatmulJob gate_up[] = {{matrix(w.w_gate), s.gate.data(), nullptr},
-                               {matrix(w.w_up), s.up.data(), nullptr}};
+  const std::array<Matrix, 2> w_gate_up = gate_up_matrices(w);
+  const MatmulJob gate_up[] = {{w_gate_up[0], s.gate.data(), nullptr},
+                               {w_gate_up[1], s.up.data(), nullptr}};
   const auto glu = c.ffn_act == FfnAct::Gelu ? ops.geglu : ops.swiglu;
   const auto glu_rows = [&](int64_t r0, int64_t r1) {
     for (int i = 0; i < n; ++i) {

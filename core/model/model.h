@@ -1,11 +1,12 @@
 // A decoder-only model: its weights (resolved, repacked), the buffers of a forward pass,
 // and the building blocks every family's forward function is made of (embedding
 // lookup, norms, the attention and feed-forward blocks, the output head). Each family
-// has one forward function, read top to bottom: llama.cpp (llama, qwen2, qwen3) and
+// has one forward function, read top to bottom: llama.cpp (llama, qwen2, qwen3, phi3) and
 // gemma.cpp (gemma, gemma2, gemma3). A new family is a config (config.cpp) plus one
 // forward function.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <unordered_map>
@@ -38,6 +39,8 @@ struct ForwardScratch {
   uint64_t float_bytes_allocated() const;
 
   int n_batch;
+  // The session's context: picks phi3's long or short LongRoPE factors (Model::rope_factors).
+  int n_ctx;
   std::vector<float> x;       // [n_batch, n_embd]  the residual stream
   std::vector<float> xb;      // [n_batch, n_embd]  normed input of a block
   std::vector<float> q;       // [n_batch, q_dim]
@@ -102,6 +105,7 @@ class Model {
     const GgufTensorInfo* wq;
     const GgufTensorInfo* wk;
     const GgufTensorInfo* wv;
+    const GgufTensorInfo* wqkv;  // phi3: q, k, v rows fused (wq, wk, wv null then)
     const GgufTensorInfo* bq;  // qwen2 only
     const GgufTensorInfo* bk;
     const GgufTensorInfo* bv;
@@ -110,8 +114,8 @@ class Model {
     const GgufTensorInfo* wo;
     const GgufTensorInfo* post_attn_norm;  // gemma2, gemma3 only
     const GgufTensorInfo* ffn_norm;
-    const GgufTensorInfo* w_gate;
-    const GgufTensorInfo* w_up;
+    const GgufTensorInfo* w_gate;  // null when fused into w_up (phi3)
+    const GgufTensorInfo* w_up;    // phi3: [n_embd, 2 n_ff], the gate rows then the up rows
     const GgufTensorInfo* w_down;
     const GgufTensorInfo* post_ffn_norm;  // gemma2, gemma3 only
   };
@@ -138,6 +142,14 @@ class Model {
   void output(int n, bool all_logits, ForwardScratch& s, Parallel& par, float* hidden_out);
 
   Matrix matrix(const GgufTensorInfo* t);
+  // A layer's q, k, v matrices and its gate, up matrices: the tensors, or row ranges of
+  // the fused ones (no copy: the products write straight into s.q / s.k / s.v, s.gate / s.up).
+  std::array<Matrix, 3> qkv_matrices(const LayerTensors& w);
+  std::array<Matrix, 2> gate_up_matrices(const LayerTensors& w);
+  // The per-pair frequency divisors for a session of n_ctx positions: rope_freqs (llama
+  // 3); phi3's LongRoPE long factors when n_ctx exceeds config.n_ctx_orig, else its short
+  // ones (llama.cpp's get_rope_factors); or nullptr.
+  const float* rope_factors(int n_ctx) const;
   void dequantize(const GgufTensorInfo* t, float* dst);
   // Rewrites the matrices the kernels have a row-interleaved layout for into copies the
   // store keeps (WeightStore::copy_space), where the store offers that.
@@ -151,10 +163,12 @@ class Model {
   const GgufTensorInfo* output_norm_;
   const GgufTensorInfo* output_;   // token_embd_ when tied
   std::vector<float> rope_freqs_;  // [n_rot/2] or empty
+  std::vector<float> rope_long_;   // [n_rot/2] phi3 LongRoPE factors, or empty
+  std::vector<float> rope_short_;  // [n_rot/2]
 };
 
 // The rope parameters of a layer's keys and queries (sliding layers may have their own
-// base); freq_factors: the model's rope_freqs or nullptr.
+// base; YaRN and the cos/sin scale from the config); freq_factors: Model::rope_factors.
 RopeParams rope_params(const ModelConfig& c, bool sliding, const float* freq_factors);
 
 }  // namespace runnel

@@ -86,7 +86,8 @@ int session_ctx(const Engine& engine, int n_ctx) {
 Session::Session(Engine& engine, int n_ctx)
     : engine_(engine),
       kv_(engine.config().n_layer, session_ctx(engine, n_ctx), engine.config().kv_dim(),
-          engine.config().v_dim(), engine.options().kv_type),
+          engine.config().v_dim(), engine.options().kv_type, engine.config().kv_windows(),
+          engine.options().n_batch),
       scratch_(*engine.model_, engine.options().n_batch, kv_.n_ctx(),
                n_tasks_for(*engine.options().parallel, std::numeric_limits<int>::max()),
                engine.options().all_logits) {
@@ -198,15 +199,17 @@ void Session::restore(std::vector<TokenId> tokens, int n_cached, const uint8_t* 
   }
   reset();
   if (!kv_.load_positions(n, kv_bytes, n_bytes)) {
-    throw std::invalid_argument("the saved cache is " + std::to_string(n_bytes) + " bytes; " + std::to_string(n) +
-                                " positions need " + std::to_string(static_cast<size_t>(n) * kv_.position_bytes()));
+    throw std::invalid_argument("the saved cache (" + std::to_string(n_bytes) + " bytes) is not one of " +
+                                std::to_string(n) + " positions for this model's cache layout");
   }
   tokens_ = std::move(tokens);
   n_evaluated_ = n;
 }
 
 void Session::rewind(int n_keep) {
-  const size_t keep = static_cast<size_t>(std::clamp(n_keep, 0, position()));
+  size_t keep = static_cast<size_t>(std::clamp(n_keep, 0, position()));
+  // a sliding layer may have dropped the window that resuming there needs
+  if (!kv_.resume_at(std::min(static_cast<int>(keep), n_evaluated_))) keep = 0;
   tokens_.resize(keep);
   n_evaluated_ = std::min(n_evaluated_, static_cast<int>(keep));
   last_logits_ = {};

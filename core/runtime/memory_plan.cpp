@@ -26,7 +26,8 @@ constexpr uint64_t kBytesPerToken = 96;
 }  // namespace
 
 uint64_t plan_kv_bytes(const ModelConfig& c, const MemoryPlanOptions& o) {
-  return static_cast<uint64_t>(o.n_sessions) * kv_cache_bytes(c.n_layer, o.n_ctx, c.kv_dim(), c.v_dim(), o.kv_type);
+  return static_cast<uint64_t>(o.n_sessions) *
+         kv_cache_bytes(c.n_layer, o.n_ctx, c.kv_dim(), c.v_dim(), o.kv_type, c.kv_windows(), o.n_batch);
 }
 
 uint64_t plan_scratch_bytes(const ModelConfig& c, const MemoryPlanOptions& o, bool float_gemm) {

@@ -198,8 +198,9 @@ RequestRun::RequestRun(Session& session, const std::vector<TokenId>& prompt,
   // ---- reuse the cached prefix; generate() recomputes the last position if nothing is new
   const size_t keep = common_prefix(session.tokens(), prompt);
   session.rewind(static_cast<int>(keep));
-  n_cached_ = static_cast<int>(keep);
-  const std::vector<TokenId> suffix(prompt.begin() + static_cast<std::ptrdiff_t>(keep), prompt.end());
+  const size_t kept = static_cast<size_t>(session.position());  // less where the cache cannot resume
+  n_cached_ = static_cast<int>(kept);
+  const std::vector<TokenId> suffix(prompt.begin() + static_cast<std::ptrdiff_t>(kept), prompt.end());
   generation_ = session.start(suffix, gp);
   if (generation_->done()) finish();
 }

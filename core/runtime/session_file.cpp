@@ -10,7 +10,7 @@ namespace runnel {
 namespace {
 
 constexpr char kMagic[8] = {'R', 'N', 'L', 'S', 'E', 'S', 'S', '\0'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: each layer's cache starts with its first position
 
 uint64_t fnv1a(const uint8_t* p, size_t n, uint64_t h = 1469598103934665603ull) {
   for (size_t i = 0; i < n; ++i) {

@@ -3,6 +3,7 @@
 // ggml. Shapes and contracts are in ops.h.
 #include "kernels/ref/ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -92,7 +93,42 @@ void axpy(const float* x, float* y, int64_t n, float s) {
   for (int64_t i = 0; i < n; ++i) y[i] += s * x[i];
 }
 
+namespace {
+
+// YaRN's angles and magnitude (ops.h); kept apart so plain rope stays as it was.
+void rope_cos_sin_yarn(int64_t pos, const RopeParams& p, float* cos_sin) {
+  const int64_t n_pairs = p.n_rot / 2;
+  const double n_rot = static_cast<double>(p.n_rot);
+  const double log_base = std::log(static_cast<double>(p.freq_base));
+  constexpr double kTwoPi = 6.283185307179586;
+  // The pair index that turns `beta` times over the original context.
+  const auto corr_dim = [&](double beta) {
+    return n_rot * std::log(static_cast<double>(p.n_ctx_orig) / (kTwoPi * beta)) / (2.0 * log_base);
+  };
+  const double low = std::max(0.0, std::floor(corr_dim(p.beta_fast)));
+  const double high = std::min(n_rot - 1.0, std::ceil(corr_dim(p.beta_slow)));
+  const double freq_scale = static_cast<double>(p.freq_scale);
+  const double mscale = static_cast<double>(p.attn_factor) * (1.0 + 0.1 * std::log(1.0 / freq_scale));
+  for (int64_t i = 0; i < n_pairs; ++i) {
+    double freq = std::exp(-2.0 * static_cast<double>(i) / n_rot * log_base);
+    if (p.freq_factors != nullptr) freq /= static_cast<double>(p.freq_factors[i]);
+    const double extrap = static_cast<double>(pos) * freq;
+    const double interp = static_cast<double>(pos) * freq_scale * freq;
+    const double y = (static_cast<double>(i) - low) / std::max(0.001, high - low);
+    const double mix = (1.0 - std::min(1.0, std::max(0.0, y))) * static_cast<double>(p.ext_factor);
+    const double theta = interp * (1.0 - mix) + extrap * mix;
+    cos_sin[2 * i] = static_cast<float>(std::cos(theta) * mscale);
+    cos_sin[2 * i + 1] = static_cast<float>(std::sin(theta) * mscale);
+  }
+}
+
+}  // namespace
+
 void rope_cos_sin(int64_t pos, const RopeParams& p, float* cos_sin) {
+  if (p.ext_factor != 0.0f) {
+    rope_cos_sin_yarn(pos, p, cos_sin);
+    return;
+  }
   const int64_t n_pairs = p.n_rot / 2;
   const double log_base = std::log(static_cast<double>(p.freq_base));
   for (int64_t i = 0; i < n_pairs; ++i) {

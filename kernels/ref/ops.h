@@ -46,6 +46,17 @@ void axpy(const float* x, float* y, int64_t n, float s);
 // Pair i is (x[2i], x[2i+1]) in kNormal (llama) style and (x[i], x[i + n_rot/2]) in
 // kNeox style (gpt-neox, qwen2, phi3, gemma ...). attn_factor scales cos and sin (1 for
 // plain rope).
+//
+// YaRN (ext_factor != 0; ext_factor 0 is plain or linear rope, bit for bit as without
+// these fields): pair i turns by a mix of the interpolated angle (freq_scale applied) and
+// the extrapolated one (not applied), as llama.cpp's ggml_rope_yarn does:
+//   theta_i = theta_interp (1 - m_i) + theta_extrap m_i,  m_i = ext_factor ramp(i),
+//   ramp(i) = 1 - clamp((i - low) / max(0.001, high - low), 0, 1),
+//   low  = max(0, floor(d(beta_fast))),  high = min(n_rot - 1, ceil(d(beta_slow))),
+//   d(b) = n_rot ln(n_ctx_orig / (2 pi b)) / (2 ln freq_base)
+// (d(b): the pair that turns b times over the original context; pairs that turn faster
+// keep their angle, slower ones are interpolated), and cos and sin are further scaled by
+// 1 + 0.1 ln(1 / freq_scale) (YaRN's attention magnitude correction).
 
 enum class RopeStyle { kNormal, kNeox };
 
@@ -55,6 +66,10 @@ struct RopeParams {
   float freq_scale = 1;                 // linear position scaling (1 / rope.scale_linear)
   float attn_factor = 1;                // magnitude scale applied to cos and sin
   const float* freq_factors = nullptr;  // [n_rot / 2] divisors of each frequency, or null
+  float ext_factor = 0;                 // YaRN: weight of the extrapolated angle (1), 0: off
+  int64_t n_ctx_orig = 0;               // YaRN: the context before scaling (> 0 when on)
+  float beta_fast = 32;                 // YaRN: pairs turning more often keep their angle
+  float beta_slow = 1;                  // YaRN: pairs turning less often are interpolated
 };
 
 // cos_sin[2i] = cos(theta_i) * attn_factor, cos_sin[2i + 1] = sin(theta_i) * attn_factor,

@@ -86,7 +86,7 @@ TEST_CASE("kv: move_positions and save/load of positions round-trip", "[kv]") {
     }
     std::vector<uint8_t> saved;
     kv.save_positions(8, saved);
-    CHECK(saved.size() == 8 * kv.position_bytes());
+    CHECK(saved.size() == 8 * kv.position_bytes() + 2 * sizeof(uint32_t));  // + each layer's first position
     kv.move_positions(5, 2, 3);  // positions 5,6,7 -> 2,3,4
     std::vector<uint8_t> moved;
     kv.save_positions(8, moved);
@@ -100,6 +100,58 @@ TEST_CASE("kv: move_positions and save/load of positions round-trip", "[kv]") {
       CHECK(std::equal(fresh.v_pos(0, 6), fresh.v_pos(0, 6) + fresh.v_row_bytes(), kv.v_pos(0, 3)));
     }
     CHECK(!fresh.load_positions(8, saved.data(), saved.size() - 1));
+  }
+}
+
+
+TEST_CASE("kv: a sliding layer keeps its window in fewer slots, saves and loads it", "[kv]") {
+  // layer 0 slides with a window of 4, batches of 2: 2 * 4 + 1 = 9 slots; layer 1 keeps all 64
+  KvCache kv(2, 64, 32, 32, GgmlType::F16, {4, 0}, 2);
+  CHECK(kv.cells(0) == 9);
+  CHECK(kv.cells(1) == 64);
+  CHECK(kv_cache_bytes(2, 64, 32, 32, GgmlType::F16, {4, 0}, 2) == (9 + 64) * 2 * 64);
+  std::vector<float> k(32), v(32);
+  auto fill = [&](int p) {
+    for (int i = 0; i < 32; ++i) {
+      k[i] = static_cast<float>(p * 10 + i);
+      v[i] = static_cast<float>(-p);
+    }
+  };
+  for (int p = 0; p < 20; ++p) {
+    kv.make_room(p, 1);
+    fill(p);
+    kv.store(0, p, k.data(), v.data());
+    kv.store(1, p, k.data(), v.data());
+  }
+  // the window of the next position (20) is 17..19: held, in order
+  CHECK(kv.first_pos(0) > 0);
+  CHECK(kv.first_pos(0) <= 17);
+  for (int p = kv.first_pos(0); p < 20; ++p) {
+    CHECK(fp16_to_fp32(kv.k(0, p)[1]) == static_cast<float>(p * 10 + 1));
+    CHECK(fp16_to_fp32(kv.v_row(0, 5)[kv.cell(0, p)]) == static_cast<float>(-p));
+  }
+  CHECK(kv.resume_at(19));
+  std::vector<uint8_t> saved;
+  kv.save_positions(20, saved);
+  SECTION("loaded into the same layout") {
+    KvCache other(2, 64, 32, 32, GgmlType::F16, {4, 0}, 2);
+    REQUIRE(other.load_positions(20, saved.data(), saved.size()));
+    CHECK(other.first_pos(0) == kv.first_pos(0));
+    CHECK(fp16_to_fp32(other.k(0, 19)[3]) == 193.0f);
+    CHECK(fp16_to_fp32(other.k(1, 0)[3]) == 3.0f);
+  }
+  SECTION("loaded where the layer has more slots") {
+    KvCache other(2, 64, 32, 32, GgmlType::F16, {4, 0}, 64);
+    REQUIRE(other.load_positions(20, saved.data(), saved.size()));
+    CHECK(fp16_to_fp32(other.k(0, 19)[3]) == 193.0f);
+  }
+  SECTION("a layer that does not slide must hold everything") {
+    KvCache other(2, 64, 32, 32, GgmlType::F16, {0, 0}, 2);
+    CHECK_FALSE(other.load_positions(20, saved.data(), saved.size()));
+  }
+  SECTION("resuming before the held window forgets it") {
+    CHECK_FALSE(kv.resume_at(5));
+    CHECK(kv.first_pos(0) == 0);
   }
 }
 

@@ -106,6 +106,14 @@ TEST_CASE("gemma2 config: soft-caps, the default window and an every-other-layer
   CHECK(c.rope_freq_base_swa == c.rope_freq_base);
 }
 
+TEST_CASE("gemma2 without soft-cap keys gets Gemma 2's 50 and 30", "[model]") {
+  test::TinySpec spec;
+  spec.arch = "gemma2";
+  const ModelConfig c = config_of(spec);
+  CHECK(c.attn_softcap == 50.0f);
+  CHECK(c.final_softcap == 30.0f);
+}
+
 TEST_CASE("a negative soft-cap is refused", "[model]") {
   test::TinySpec spec;
   spec.arch = "gemma2";
@@ -117,7 +125,7 @@ TEST_CASE("an unknown architecture is refused by name", "[model]") {
   test::TinySpec spec;
   spec.arch = "foo";
   CHECK(load_error(spec) == "unsupported architecture 'foo' (supported: " + supported_arch_list() + ")");
-  CHECK(supported_arch_list() == "llama, qwen2, qwen3, gemma, gemma2, gemma3");
+  CHECK(supported_arch_list() == "llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3");
 }
 
 TEST_CASE("a tensor with the wrong dims is refused with expected and actual dims", "[model]") {
@@ -156,6 +164,118 @@ TEST_CASE("a wrong-length rope_freqs is refused", "[model]") {
   spec.reshape_tensor = "rope_freqs.weight";
   spec.reshape_dims = {16};
   CHECK(load_error(spec) == "tensor rope_freqs.weight: expected dims [8], got [16]");
+}
+
+TEST_CASE("phi3 config: fused matrices, LongRoPE factors and scale, no sliding window", "[model]") {
+  test::TinySpec spec;
+  spec.arch = "phi3";
+  spec.n_ctx_train = 64;
+  spec.n_ctx_orig = 16;
+  spec.longrope = true;
+  spec.rope_attn_factor = 1.25f;
+  spec.n_swa = 8;
+  const ModelConfig c = config_of(spec);
+  CHECK(c.arch == Arch::Phi3);
+  CHECK(c.rope_type == RopeType::Neox);
+  CHECK(c.ffn_act == FfnAct::Silu);
+  CHECK(c.fused_qkv);
+  CHECK(c.fused_gate_up);
+  CHECK(c.has_longrope);
+  CHECK_FALSE(c.has_rope_freqs);
+  CHECK(c.n_ctx_orig == 16);
+  CHECK(c.rope_attn_factor == 1.25f);
+  CHECK(c.rope_scaling == RopeScaling::None);
+  CHECK(c.n_swa == 0);  // llama.cpp disables Phi's sliding window
+  CHECK_FALSE(c.is_swa(0));
+  CHECK(c.attn_scale == Approx(0.25f));  // 1 / sqrt(head size 16)
+  spec.longrope = false;
+  spec.fused_qkv = false;
+  spec.rope_attn_factor = 0.0f;
+  spec.n_ctx_orig = 0;
+  const ModelConfig plain = config_of(spec);
+  CHECK_FALSE(plain.fused_qkv);
+  CHECK_FALSE(plain.has_longrope);
+  CHECK(plain.n_ctx_orig == 64);  // context_length when the key is absent
+  CHECK(plain.rope_attn_factor == 1.0f);
+}
+
+TEST_CASE("phi3: malformed fused matrices and LongRoPE factors are refused by name", "[model]") {
+  test::TinySpec spec;
+  spec.arch = "phi3";
+  spec.longrope = true;
+  SECTION("attn_qkv without room for k and v") {
+    spec.reshape_tensor = "blk.0.attn_qkv.weight";
+    spec.reshape_dims = {64, 64};
+    CHECK(load_error(spec) == "tensor blk.0.attn_qkv.weight: expected dims [64, 128], got [64, 64]");
+  }
+  SECTION("ffn_up with the up rows only") {
+    spec.reshape_tensor = "blk.1.ffn_up.weight";
+    spec.reshape_dims = {64, 96};
+    CHECK(load_error(spec) == "tensor blk.1.ffn_up.weight: expected dims [64, 192], got [64, 96]");
+  }
+  SECTION("long factors without short ones") {
+    spec.omit_tensor = "rope_factors_short.weight";
+    CHECK(load_error(spec) == "missing tensor 'rope_factors_short.weight' (a phi3 model needs it)");
+  }
+  SECTION("factors of the wrong length") {
+    spec.reshape_tensor = "rope_factors_long.weight";
+    spec.reshape_dims = {16};
+    CHECK(load_error(spec) == "tensor rope_factors_long.weight: expected dims [8], got [16]");
+  }
+}
+
+TEST_CASE("yarn rope scaling: factor, original context and betas are read", "[model]") {
+  test::TinySpec spec;
+  spec.arch = "qwen2";
+  spec.rope_scaling = "yarn";
+  spec.rope_factor = 4.0f;
+  spec.n_ctx_orig = 32;
+  spec.yarn_beta_fast = 16.0f;
+  const ModelConfig c = config_of(spec);
+  CHECK(c.rope_scaling == RopeScaling::Yarn);
+  CHECK(c.rope_freq_scale == 0.25f);
+  CHECK(c.n_ctx_orig == 32);
+  CHECK(c.yarn_beta_fast == 16.0f);
+  CHECK(c.yarn_beta_slow == 1.0f);  // the default
+  spec.rope_scaling = "linear";
+  CHECK(config_of(spec).rope_scaling == RopeScaling::Linear);
+}
+
+TEST_CASE("bad rope scaling metadata is refused naming the key or type", "[model]") {
+  test::TinySpec spec;
+  spec.rope_scaling = "yarn";
+  SECTION("yarn without a factor") {
+    CHECK(load_error(spec) ==
+          "metadata llama.rope.scaling.factor = 0.000000: yarn rope scaling needs a factor >= 1");
+  }
+  SECTION("yarn shrinking the context") {
+    spec.rope_factor = 0.5f;
+    CHECK(load_error(spec) ==
+          "metadata llama.rope.scaling.factor = 0.500000: yarn rope scaling needs a factor >= 1");
+  }
+  SECTION("yarn on a family that does not carry it") {
+    spec.arch = "gemma3";
+    spec.rope_factor = 4.0f;
+    CHECK(load_error(spec) ==
+          "rope scaling type 'yarn' is not supported for gemma3 (supported there: none, linear)");
+  }
+  SECTION("an unknown type") {
+    spec.rope_scaling = "longrope";
+    CHECK(load_error(spec) ==
+          "rope scaling type 'longrope' is not supported (supported: none, linear, yarn)");
+  }
+  SECTION("a negative beta") {
+    spec.rope_factor = 4.0f;
+    spec.yarn_beta_slow = -1.0f;
+    CHECK(load_error(spec) ==
+          "metadata llama.rope.scaling.yarn_beta_slow = -1.000000: expected a positive finite number");
+  }
+  SECTION("a negative attn_factor") {
+    spec.rope_scaling = "";
+    spec.rope_attn_factor = -2.0f;
+    CHECK(load_error(spec) ==
+          "metadata llama.rope.scaling.attn_factor = -2.000000: expected a positive finite number");
+  }
 }
 
 }  // namespace runnel

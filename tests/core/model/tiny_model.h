@@ -24,7 +24,9 @@ namespace runnel::test {
 struct TinySpec {
   // "qwen2" adds q/k/v biases and neox rope; "qwen3" q/k norms and neox rope; "gemma",
   // "gemma2", "gemma3" the gemma family (scaled embeddings, GELU, tied output; 2/3:
-  // post norms and sliding windows; 2: soft-caps; 3: q/k norms, local rope base).
+  // post norms and sliding windows; 2: soft-caps; 3: q/k norms, local rope base); "phi3"
+  // fused attn_qkv (q, k, v rows) and ffn_up (gate rows, then up rows), neox rope, its
+  // sliding_window ignored (as llama.cpp does).
   std::string arch = "llama";
   int n_layer = 2;
   int n_embd = 64;
@@ -42,6 +44,14 @@ struct TinySpec {
   int swa_period = 0;                    // attention.sliding_window_pattern (0: not written)
   float attn_softcap = 0.0f;             // gemma2: attn_logit_softcapping (0: not written)
   float final_softcap = 0.0f;            // gemma2/3: final_logit_softcapping (0: not written)
+  std::string rope_scaling;              // rope.scaling.type ("": not written), e.g. "yarn"
+  float rope_factor = 0.0f;              // rope.scaling.factor (0: not written)
+  int n_ctx_orig = 0;                    // rope.scaling.original_context_length (0: not written)
+  float rope_attn_factor = 0.0f;         // rope.scaling.attn_factor (0: not written)
+  float yarn_beta_fast = 0.0f;           // rope.scaling.yarn_beta_fast (0: not written; 32)
+  float yarn_beta_slow = 0.0f;           // rope.scaling.yarn_beta_slow (0: not written; 1)
+  bool longrope = false;                 // phi3: rope_factors_long / rope_factors_short.weight
+  bool fused_qkv = true;                 // phi3: attn_qkv.weight (false: attn_q, attn_k, attn_v)
   GgmlType matrix_type = GgmlType::F32;  // type of the 2-d weights (not token_embd)
   GgmlType embd_type = GgmlType::F32;
   uint32_t seed = 1;
@@ -172,6 +182,9 @@ inline bool has_qk_norm(const TinySpec& s) {
 inline bool has_post_norms(const TinySpec& s) {
   return s.arch == "gemma2" || s.arch == "gemma3";
 }
+inline bool fused_qkv(const TinySpec& s) {
+  return s.arch == "phi3" && s.fused_qkv;
+}
 // Whether layer l slides (GGUF sliding_window_pattern: the last layer of each period
 // is global), and the window; written independently of the engine's config.cpp.
 inline bool layer_slides(const TinySpec& s, int l) {
@@ -211,6 +224,12 @@ inline TinyModel build_tiny_model(const TinySpec& s) {
   if (s.swa_period > 0) w.set_u32(a + ".attention.sliding_window_pattern", s.swa_period);
   if (s.attn_softcap != 0) w.set_f32(a + ".attn_logit_softcapping", s.attn_softcap);
   if (s.final_softcap > 0) w.set_f32(a + ".final_logit_softcapping", s.final_softcap);
+  if (!s.rope_scaling.empty()) w.set_string(a + ".rope.scaling.type", s.rope_scaling);
+  if (s.rope_factor > 0) w.set_f32(a + ".rope.scaling.factor", s.rope_factor);
+  if (s.n_ctx_orig > 0) w.set_u32(a + ".rope.scaling.original_context_length", s.n_ctx_orig);
+  if (s.rope_attn_factor != 0) w.set_f32(a + ".rope.scaling.attn_factor", s.rope_attn_factor);
+  if (s.yarn_beta_fast != 0) w.set_f32(a + ".rope.scaling.yarn_beta_fast", s.yarn_beta_fast);
+  if (s.yarn_beta_slow != 0) w.set_f32(a + ".rope.scaling.yarn_beta_slow", s.yarn_beta_slow);
   set_tokenizer(w, s.n_vocab);
 
   const int hd = head_dim(s);
@@ -219,12 +238,21 @@ inline TinyModel build_tiny_model(const TinySpec& s) {
   Builder b(s, m, w);
   b.add("token_embd.weight", {s.n_embd, s.n_vocab}, -1.0f, 1.0f, s.embd_type);
   if (s.rope_freqs) b.add("rope_freqs.weight", {n_rot(s) / 2}, 1.0f, 4.0f);
+  if (s.longrope) {
+    // Phi-3.5's long factors grow from ~1 to ~40 over the pairs, its short ones stay near 1.
+    b.add("rope_factors_long.weight", {n_rot(s) / 2}, 1.0f, 8.0f);
+    b.add("rope_factors_short.weight", {n_rot(s) / 2}, 1.0f, 1.5f);
+  }
   for (int l = 0; l < s.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     b.add(p + "attn_norm.weight", {s.n_embd}, 0.8f, 1.2f);
-    b.matrix(p + "attn_q.weight", s.n_embd, q_dim);
-    b.matrix(p + "attn_k.weight", s.n_embd, kv_dim);
-    b.matrix(p + "attn_v.weight", s.n_embd, kv_dim);
+    if (fused_qkv(s)) {
+      b.matrix(p + "attn_qkv.weight", s.n_embd, q_dim + 2 * kv_dim);  // [q; k; v] rows
+    } else {
+      b.matrix(p + "attn_q.weight", s.n_embd, q_dim);
+      b.matrix(p + "attn_k.weight", s.n_embd, kv_dim);
+      b.matrix(p + "attn_v.weight", s.n_embd, kv_dim);
+    }
     if (a == "qwen2") {
       b.add(p + "attn_q.bias", {q_dim}, -0.5f, 0.5f);
       b.add(p + "attn_k.bias", {kv_dim}, -0.5f, 0.5f);
@@ -237,8 +265,12 @@ inline TinyModel build_tiny_model(const TinySpec& s) {
     b.matrix(p + "attn_output.weight", q_dim, s.n_embd);
     if (has_post_norms(s)) b.add(p + "post_attention_norm.weight", {s.n_embd}, 0.5f, 1.5f);
     b.add(p + "ffn_norm.weight", {s.n_embd}, 0.8f, 1.2f);
-    b.matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
-    b.matrix(p + "ffn_up.weight", s.n_embd, s.n_ff);
+    if (s.arch == "phi3") {
+      b.matrix(p + "ffn_up.weight", s.n_embd, 2 * s.n_ff);  // [gate; up] rows
+    } else {
+      b.matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
+      b.matrix(p + "ffn_up.weight", s.n_embd, s.n_ff);
+    }
     b.matrix(p + "ffn_down.weight", s.n_ff, s.n_embd);
     if (has_post_norms(s)) b.add(p + "post_ffw_norm.weight", {s.n_embd}, 0.5f, 1.5f);
   }
@@ -279,18 +311,52 @@ inline Vec matvec(const std::vector<float>& w, const Vec& x) {
   return out;
 }
 
-inline void rope(Vec& x, int n_heads, int hd, int rot, int pos, double base, bool neox,
-                 const std::vector<float>* factors) {
+// Rows [first, first + n) of a row-major matrix of n_in columns (a fused tensor's part).
+inline std::vector<float> rows(const std::vector<float>& w, int first, int n, int n_in) {
+  return std::vector<float>(w.begin() + static_cast<size_t>(first) * n_in,
+                            w.begin() + static_cast<size_t>(first + n) * n_in);
+}
+
+// How a position turns each pair: the base, per-pair divisors, linear or YaRN scaling
+// and the cos/sin magnitude.
+struct RefRope {
+  double base = 10000.0;
+  const std::vector<float>* factors = nullptr;
+  double freq_scale = 1.0;   // 1 / rope.scaling.factor
+  double magnitude = 1.0;    // rope.scaling.attn_factor (times YaRN's 1 + 0.1 ln(factor))
+  bool yarn = false;
+  double n_ctx_orig = 0;     // YaRN: pairs turning > beta_fast times over it keep their
+  double beta_fast = 32;     // angle, < beta_slow times are scaled, a linear ramp over
+  double beta_slow = 1;      // the pairs between
+};
+
+// The angle of pair i of `rot` at `pos`. YaRN as llama.cpp discretizes it: the ramp's
+// ends are the pair indices (floored / ceiled) where the pair turns beta_fast and
+// beta_slow times over the original context.
+inline double rope_angle(const RefRope& r, int rot, int pos, int i) {
+  double wavelength = 2 * M_PI * std::pow(r.base, 2.0 * i / rot);  // positions per turn
+  if (r.factors) wavelength *= (*r.factors)[i];
+  const double extrapolated = pos * 2 * M_PI / wavelength;
+  if (!r.yarn) return extrapolated * r.freq_scale;
+  const auto pair_turning = [&](double turns) {  // solves n_ctx_orig / wavelength_d = turns
+    return rot / 2.0 * std::log(r.n_ctx_orig / (2 * M_PI * turns)) / std::log(r.base);
+  };
+  const double lo = std::max(0.0, std::floor(pair_turning(r.beta_fast)));
+  const double hi = std::min(rot - 1.0, std::ceil(pair_turning(r.beta_slow)));
+  const double keep = 1.0 - std::clamp((i - lo) / std::max(0.001, hi - lo), 0.0, 1.0);
+  return extrapolated * r.freq_scale * (1 - keep) + extrapolated * keep;
+}
+
+inline void rope(Vec& x, int n_heads, int hd, int rot, int pos, bool neox, const RefRope& r) {
   for (int h = 0; h < n_heads; ++h) {
     double* v = &x[static_cast<size_t>(h) * hd];
     for (int i = 0; i < rot / 2; ++i) {
-      double theta = pos * std::pow(base, -2.0 * i / rot);
-      if (factors) theta /= (*factors)[i];
+      const double theta = rope_angle(r, rot, pos, i);
       const int a = neox ? i : 2 * i;
       const int b = neox ? i + rot / 2 : 2 * i + 1;
       const double x0 = v[a], x1 = v[b];
-      v[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
-      v[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
+      v[a] = r.magnitude * (x0 * std::cos(theta) - x1 * std::sin(theta));
+      v[b] = r.magnitude * (x0 * std::sin(theta) + x1 * std::cos(theta));
     }
   }
 }
@@ -303,8 +369,10 @@ inline double f16_round(double v) {
 
 // Logits [tokens.size(), n_vocab] of every position for tokens at positions 0, 1, ...
 // K and V are rounded to f16 as the engine's cache stores them, and so are the query
-// and the probabilities that meet them in f16 dot products (as in llama.cpp).
-inline std::vector<float> reference_logits(const TinyModel& m, const std::vector<int32_t>& tokens) {
+// and the probabilities that meet them in f16 dot products (as in llama.cpp). n_ctx: the
+// session's context, which picks phi3's long LongRoPE factors when above n_ctx_orig.
+inline std::vector<float> reference_logits(const TinyModel& m, const std::vector<int32_t>& tokens,
+                                           int n_ctx = 0) {
   using namespace detail;
   const TinySpec& s = m.spec;
   const int hd = head_dim(s);
@@ -312,8 +380,26 @@ inline std::vector<float> reference_logits(const TinyModel& m, const std::vector
   const bool qwen2 = s.arch == "qwen2";
   const bool neox = s.arch != "llama";
   const bool tied = s.tied || s.arch == "gemma" || s.arch == "gemma2";
+  // gemma2 files without the keys get Gemma 2's caps, 50 and 30
+  const double attn_cap = s.attn_softcap != 0 ? s.attn_softcap : (s.arch == "gemma2" ? 50.0 : 0.0);
+  const double final_cap = s.final_softcap != 0 ? s.final_softcap : (s.arch == "gemma2" ? 30.0 : 0.0);
   const int group = s.n_head / s.n_head_kv;
   const std::vector<float>* factors = s.rope_freqs ? &weight(m, "rope_freqs.weight") : nullptr;
+  const int n_ctx_orig = s.n_ctx_orig > 0 ? s.n_ctx_orig : s.n_ctx_train;
+  if (s.longrope) {
+    factors = &weight(m, n_ctx > n_ctx_orig ? "rope_factors_long.weight" : "rope_factors_short.weight");
+  }
+  RefRope rope_of;  // the base is per layer
+  rope_of.factors = factors;
+  rope_of.magnitude = s.rope_attn_factor > 0 ? s.rope_attn_factor : 1.0;
+  if (s.rope_factor > 0 && !s.rope_scaling.empty()) rope_of.freq_scale = 1.0 / s.rope_factor;
+  if (s.rope_scaling == "yarn") {
+    rope_of.yarn = true;
+    rope_of.n_ctx_orig = n_ctx_orig;
+    if (s.yarn_beta_fast > 0) rope_of.beta_fast = s.yarn_beta_fast;
+    if (s.yarn_beta_slow > 0) rope_of.beta_slow = s.yarn_beta_slow;
+    rope_of.magnitude *= 1.0 + 0.1 * std::log(s.rope_factor);
+  }
   // cache[layer][pos]: the f16-rounded k and v of every position so far
   std::vector<std::vector<Vec>> k_cache(s.n_layer), v_cache(s.n_layer);
   std::vector<float> logits;
@@ -328,9 +414,14 @@ inline std::vector<float> reference_logits(const TinyModel& m, const std::vector
     for (int l = 0; l < s.n_layer; ++l) {
       const std::string p = "blk." + std::to_string(l) + ".";
       const Vec xb = rms_norm(x, weight(m, p + "attn_norm.weight"), s.rms_eps);
-      Vec q = matvec(weight(m, p + "attn_q.weight"), xb);
-      Vec k = matvec(weight(m, p + "attn_k.weight"), xb);
-      Vec v = matvec(weight(m, p + "attn_v.weight"), xb);
+      const int q_rows = s.n_head * hd, kv_rows = s.n_head_kv * hd;
+      const std::vector<float>* qkv = fused_qkv(s) ? &weight(m, p + "attn_qkv.weight") : nullptr;
+      const auto part = [&](int first, int n, const char* separate) {
+        return qkv ? rows(*qkv, first, n, s.n_embd) : weight(m, p + separate);
+      };
+      Vec q = matvec(part(0, q_rows, "attn_q.weight"), xb);
+      Vec k = matvec(part(q_rows, kv_rows, "attn_k.weight"), xb);
+      Vec v = matvec(part(q_rows + kv_rows, kv_rows, "attn_v.weight"), xb);
       if (qwen2) {
         for (size_t i = 0; i < q.size(); ++i) q[i] += weight(m, p + "attn_q.bias")[i];
         for (size_t i = 0; i < k.size(); ++i) k[i] += weight(m, p + "attn_k.bias")[i];
@@ -346,9 +437,9 @@ inline std::vector<float> reference_logits(const TinyModel& m, const std::vector
         }
       }
       const bool slides = layer_slides(s, l);
-      const double base = slides && s.arch == "gemma3" ? 10000.0 : s.rope_base;
-      rope(q, s.n_head, hd, rot, static_cast<int>(pos), base, neox, factors);
-      rope(k, s.n_head_kv, hd, rot, static_cast<int>(pos), base, neox, factors);
+      rope_of.base = slides && s.arch == "gemma3" ? 10000.0 : s.rope_base;
+      rope(q, s.n_head, hd, rot, static_cast<int>(pos), neox, rope_of);
+      rope(k, s.n_head_kv, hd, rot, static_cast<int>(pos), neox, rope_of);
       for (double& e : k) e = f16_round(e);
       for (double& e : v) e = f16_round(e);
       k_cache[l].push_back(k);
@@ -367,7 +458,7 @@ inline std::vector<float> reference_logits(const TinyModel& m, const std::vector
             dot += f16_round(q[h * hd + d]) * k_cache[l][t][kvh * hd + d];
           }
           scores[t] = dot / std::sqrt(static_cast<double>(hd));
-          if (s.attn_softcap > 0) scores[t] = s.attn_softcap * std::tanh(scores[t] / s.attn_softcap);
+          if (attn_cap > 0) scores[t] = attn_cap * std::tanh(scores[t] / attn_cap);
           max_score = std::max(max_score, scores[t]);
         }
         double sum = 0;
@@ -383,8 +474,10 @@ inline std::vector<float> reference_logits(const TinyModel& m, const std::vector
       for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
 
       const Vec xf = rms_norm(x, weight(m, p + "ffn_norm.weight"), s.rms_eps);
-      Vec g = matvec(weight(m, p + "ffn_gate.weight"), xf);
-      const Vec u = matvec(weight(m, p + "ffn_up.weight"), xf);
+      const bool phi3 = s.arch == "phi3";  // ffn_up holds the gate rows, then the up rows
+      const std::vector<float>& w_up = weight(m, p + "ffn_up.weight");
+      Vec g = matvec(phi3 ? rows(w_up, 0, s.n_ff, s.n_embd) : weight(m, p + "ffn_gate.weight"), xf);
+      const Vec u = matvec(phi3 ? rows(w_up, s.n_ff, s.n_ff, s.n_embd) : w_up, xf);
       for (size_t i = 0; i < g.size(); ++i) {
         const double a = is_gemma(s) ? 0.5 * g[i] * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g[i] + 0.044715 * g[i] * g[i] * g[i])))
                                      : g[i] / (1.0 + std::exp(-g[i]));
@@ -396,8 +489,8 @@ inline std::vector<float> reference_logits(const TinyModel& m, const std::vector
     }
     const Vec xn = rms_norm(x, weight(m, "output_norm.weight"), s.rms_eps);
     Vec out = matvec(weight(m, tied ? "token_embd.weight" : "output.weight"), xn);
-    if (s.final_softcap > 0) {
-      for (double& e : out) e = s.final_softcap * std::tanh(e / s.final_softcap);
+    if (final_cap > 0) {
+      for (double& e : out) e = final_cap * std::tanh(e / final_cap);
     }
     logits.insert(logits.end(), out.begin(), out.end());
   }

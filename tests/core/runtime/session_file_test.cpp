@@ -88,7 +88,9 @@ TEST_CASE("session file: restore continues like an uninterrupted run", "[session
     REQUIRE(!whole_logits.empty());
     CHECK(restored_logits == whole_logits);
     // Control: the same tokens over an empty cache give other logits.
-    std::vector<uint8_t> zeros(static_cast<size_t>(first->n_evaluated()) * first->kv_cache().position_bytes());
+    // every layer from position 0 (a u32 0 each), then zero rows
+    std::vector<uint8_t> zeros(static_cast<size_t>(first->n_evaluated()) * first->kv_cache().position_bytes() +
+                               first->kv_cache().n_layer() * sizeof(uint32_t));
     auto blank = engine->new_session();
     blank->restore(first->tokens(), first->n_evaluated(), zeros.data(), zeros.size());
     std::vector<float> blank_logits;

@@ -240,5 +240,130 @@ TEST_CASE("rope: partial rotary, linear scaling and attn_factor", "[kernels]") {
   for (int i = 0; i < 32; ++i) CHECK(doubled[i] == Approx(2.0 * want[i]).margin(4e-6));
 }
 
+// YaRN from its definition (the paper's NTK-by-parts interpolation as llama.cpp's
+// ggml_rope_yarn discretizes it): pair i has wavelength 2 pi base^(2i / n_rot) (times its
+// factor); pairs that turn more than beta_fast times over the original context keep their
+// angle, fewer than beta_slow times are scaled by freq_scale, with a linear ramp over the
+// pair indices between (the floor / ceiling of where the turn counts cross the betas); the
+// rotated part grows by 1 + 0.1 ln(1 / freq_scale), times attn_factor.
+std::vector<double> rope_yarn_double(const std::vector<float>& x, int64_t n_rot, int64_t pos,
+                                     double base, const float* factors, double freq_scale,
+                                     double attn_factor, double n_ctx_orig, double beta_fast,
+                                     double beta_slow, RopeStyle style) {
+  // The (fractional) pair index that turns `turns` times over n_ctx_orig:
+  // n_ctx_orig / (2 pi base^(2d / n_rot)) = turns.
+  const auto pair_at = [&](double turns) {
+    return 0.5 * static_cast<double>(n_rot) * std::log(n_ctx_orig / (2 * kPi * turns)) / std::log(base);
+  };
+  const double first_scaled = std::min(static_cast<double>(n_rot - 1), std::ceil(pair_at(beta_slow)));
+  const double last_kept = std::max(0.0, std::floor(pair_at(beta_fast)));
+  const double magnitude = attn_factor * (1.0 + 0.1 * std::log(1.0 / freq_scale));
+  std::vector<double> y(x.begin(), x.end());
+  for (int64_t i = 0; i < n_rot / 2; ++i) {
+    double wavelength = 2 * kPi * std::pow(base, 2.0 * i / n_rot);
+    if (factors) wavelength *= factors[i];
+    const double kept = static_cast<double>(pos) * 2 * kPi / wavelength;
+    double weight_kept = 1.0;  // 1 up to last_kept, 0 from first_scaled on
+    if (i >= first_scaled) {
+      weight_kept = 0.0;
+    } else if (i > last_kept) {
+      weight_kept = 1.0 - (i - last_kept) / std::max(0.001, first_scaled - last_kept);
+    }
+    const double theta = kept * weight_kept + kept * freq_scale * (1.0 - weight_kept);
+    double* a = style == RopeStyle::kNormal ? &y[2 * i] : &y[i];
+    double* b = style == RopeStyle::kNormal ? &y[2 * i + 1] : &y[i + n_rot / 2];
+    rotate_double(a, b, theta);
+    *a *= magnitude;
+    *b *= magnitude;
+  }
+  return y;
+}
+
+TEST_CASE("rope: YaRN matches its definition in double precision", "[kernels]") {
+  // Qwen3 style: n_rot 128, base 1e6, a 32768-token original context stretched 4x:
+  // pairs 0..23 keep their angles, 40.. are scaled, 24..39 ramp.
+  std::vector<float> factors(64);
+  for (int i = 0; i < 64; ++i) factors[i] = 1.0f + 0.05f * i;
+  for (RopeStyle style : {RopeStyle::kNormal, RopeStyle::kNeox}) {
+    for (int64_t pos : {1, 17, 4095, 131071}) {
+      for (bool with_factors : {false, true}) {
+        INFO("style " << static_cast<int>(style) << " pos " << pos << " factors " << with_factors);
+        const auto x = bell(pos + 7, 128);
+        RopeParams p;
+        p.n_rot = 128;
+        p.freq_base = 1e6f;
+        p.freq_scale = 0.25f;
+        p.attn_factor = 0.9f;
+        p.freq_factors = with_factors ? factors.data() : nullptr;
+        p.ext_factor = 1.0f;
+        p.n_ctx_orig = 32768;
+        const auto want =
+            rope_yarn_double(x, 128, pos, 1e6, p.freq_factors, 0.25, 0.9, 32768, 32, 1, style);
+        check_close(rope_ref(x, pos, p, style), want, 0.0, 3e-6);
+      }
+    }
+  }
+  // Other betas and a partial rotary part (rope.scaling.yarn_beta_fast / _slow).
+  const auto x = bell(61, 96);
+  RopeParams p;
+  p.n_rot = 64;
+  p.freq_base = 10000.0f;
+  p.freq_scale = 0.125f;
+  p.ext_factor = 1.0f;
+  p.n_ctx_orig = 4096;
+  p.beta_fast = 16.0f;
+  p.beta_slow = 2.0f;
+  const auto got = rope_ref(x, 3000, p, RopeStyle::kNeox);
+  const auto want =
+      rope_yarn_double(x, 64, 3000, 10000.0, nullptr, 0.125, 1.0, 4096, 16, 2, RopeStyle::kNeox);
+  check_close(got, want, 0.0, 3e-6);
+  for (int i = 64; i < 96; ++i) CHECK(got[i] == x[i]);  // untouched tail
+}
+
+TEST_CASE("rope: YaRN keeps the fast pairs' angles and scales the slow ones", "[kernels]") {
+  // n_rot 16, base 10000, 4096 original positions: the ramp spans pairs 2..6.
+  RopeParams yarn;
+  yarn.n_rot = 16;
+  yarn.freq_scale = 0.25f;
+  yarn.ext_factor = 1.0f;
+  yarn.n_ctx_orig = 4096;
+  RopeParams plain = yarn;
+  plain.ext_factor = 0.0f;
+  plain.freq_scale = 1.0f;
+  RopeParams linear = plain;
+  linear.freq_scale = 0.25f;
+  std::vector<float> y(16), p(16), l(16);
+  ops().rope_cos_sin(1000, yarn, y.data());
+  ops().rope_cos_sin(1000, plain, p.data());
+  ops().rope_cos_sin(1000, linear, l.data());
+  const double mscale = 1.0 + 0.1 * std::log(4.0);
+  for (int i : {0, 1}) {  // turns > 32 times over 4096 positions: unscaled angle
+    CHECK(y[2 * i] == Approx(p[2 * i] * mscale).margin(1e-6));
+    CHECK(y[2 * i + 1] == Approx(p[2 * i + 1] * mscale).margin(1e-6));
+  }
+  for (int i : {6, 7}) {  // turns < once: the linear angle
+    CHECK(y[2 * i] == Approx(l[2 * i] * mscale).margin(1e-6));
+    CHECK(y[2 * i + 1] == Approx(l[2 * i + 1] * mscale).margin(1e-6));
+  }
+}
+
+TEST_CASE("rope: ext_factor 0 ignores the YaRN fields, bit for bit", "[kernels]") {
+  RopeParams p;
+  p.n_rot = 64;
+  p.freq_base = 500000.0f;
+  p.freq_scale = 0.5f;
+  p.attn_factor = 1.5f;
+  RopeParams with_fields = p;
+  with_fields.n_ctx_orig = 8192;
+  with_fields.beta_fast = 8.0f;
+  with_fields.beta_slow = 3.0f;
+  std::vector<float> a(64), b(64);
+  for (int64_t pos : {0, 5, 70000}) {
+    ops().rope_cos_sin(pos, p, a.data());
+    ops().rope_cos_sin(pos, with_fields, b.data());
+    CHECK(a == b);
+  }
+}
+
 }  // namespace
 }  // namespace runnel
