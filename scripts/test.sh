@@ -29,7 +29,8 @@
 #            tokenization, greedy text and logits (needs build-release/runnel), once per
 #            kernel set the host runs; on an AVX-512 host also greedy text and logits
 #            against llama.cpp's AVX2 build (what an AVX2-only host runs), with runnel's
-#            avx2 and ref kernels (a copy of the suite in build-parity-avx2)
+#            avx2 and ref kernels (a copy of the suite in build-parity-avx2). arch.test.mjs
+#            compares tiny random models of every architecture at every prompt position
 #   memory   scripts/cgroup_test.sh: SmolLM2 (3/4 of its size) and the 1B-shaped
 #            Q4_K_M (half its size) streamed inside a cgroup memory limit, same greedy
 #            tokens as unlimited (skips without cgroups)

@@ -36,6 +36,7 @@ struct RunOptions {
   bool no_display_prompt = false;
   bool special = false, no_special = false;
   bool chat = false;
+  bool all_logits = false;
 };
 
 void check_ranges(const RunOptions& o, const ArgParser& p) {
@@ -44,6 +45,8 @@ void check_ranges(const RunOptions& o, const ArgParser& p) {
   if (o.special && o.no_special) throw UsageError("--special and --no-special contradict each other");
   if (!o.system.empty() && !o.chat) throw UsageError("--system: only with --chat");
   if (o.n_predict < -1) throw UsageError("-n: must be >= -1, got " + std::to_string(o.n_predict));
+  if (o.all_logits && o.dump_logits.empty()) throw UsageError("--all-logits: only with --dump-logits PATH");
+  if (o.all_logits && !o.session.empty()) throw UsageError("--all-logits: not with --session");
   check_sampler_options(o.sampler);
 }
 
@@ -97,6 +100,9 @@ int run_command(const std::vector<std::string>& args) {
   p.flag("--no-special", &o.no_special, "take special-token text in the prompt as plain text");
   p.string_option("--dump-logits", &o.dump_logits, "PATH",
                   "write the float32 logits after the prompt to PATH");
+  p.flag("--all-logits", &o.all_logits,
+         "with --dump-logits: write the logits at every prompt position instead, [n_prompt, n_vocab]\n"
+         "(row i predicts the token after prompt token i; the last row is the default dump)");
   p.int_option("--keep", &o.load.n_keep,
                "when the context fills, keep the first N tokens and drop the oldest half of the rest\n"
                "(default 0; -1 = stop at a full context instead)");
@@ -111,6 +117,7 @@ int run_command(const std::vector<std::string>& args) {
   }
   check_ranges(o, p);
   select_kernels_from_env();
+  o.load.all_logits = o.all_logits;
 
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
@@ -149,10 +156,21 @@ int run_command(const std::vector<std::string>& args) {
   if (!o.dump_logits.empty()) {
     dump.open(o.dump_logits, std::ios::binary | std::ios::trunc);
     if (!dump) throw std::runtime_error("--dump-logits: cannot write '" + o.dump_logits + "'");
-    request.on_logits = [&dump](int step, std::span<const float> logits) {
-      // float32 little-endian: this is how x86-64 and aarch64 Linux store floats.
-      if (step == 0) dump.write(reinterpret_cast<const char*>(logits.data()), logits.size_bytes());
-    };
+    if (!o.all_logits) {
+      request.on_logits = [&dump](int step, std::span<const float> logits) {
+        // float32 little-endian: this is how x86-64 and aarch64 Linux store floats.
+        if (step == 0) dump.write(reinterpret_cast<const char*>(logits.data()), logits.size_bytes());
+      };
+    }
+  }
+  double all_logits_ms = 0;
+  if (o.all_logits) {
+    // Every position's logits in the prompt's own forward passes; the request below
+    // then reuses the cached prompt (recomputing only its last position).
+    const Clock::time_point eval_start = Clock::now();
+    const std::vector<float> all = session->eval_all(prompt);  // [n_prompt, n_vocab]
+    all_logits_ms = std::chrono::duration<double, std::milli>(Clock::now() - eval_start).count();
+    dump.write(reinterpret_cast<const char*>(all.data()), static_cast<std::streamsize>(all.size() * sizeof(float)));
   }
   // A chat reply is shown alone: the rendered template is markup, not the user's text.
   if (!o.no_display_prompt && !o.chat) write_stdout(prompt_text);
@@ -177,8 +195,14 @@ int run_command(const std::vector<std::string>& args) {
   std::fprintf(stderr, "load: %.1f ms (%d threads, %s kernels, context %d, seed %llu)\n", load_ms, n_threads,
                std::string(kernels().isa).c_str(), engine->n_ctx(),
                static_cast<unsigned long long>(request.sampler.seed));
-  std::fprintf(stderr, "prompt: %d tokens in %.1f ms, %.2f tok/s\n", stats.n_prompt,
-               stats.prompt_ms, stats.prompt_tokens_per_s());
+  if (o.all_logits) {
+    const int n = static_cast<int>(prompt.size());
+    std::fprintf(stderr, "prompt: %d tokens in %.1f ms, %.2f tok/s (all logits)\n", n, all_logits_ms,
+                 all_logits_ms > 0 ? n * 1000.0 / all_logits_ms : 0.0);
+  } else {
+    std::fprintf(stderr, "prompt: %d tokens in %.1f ms, %.2f tok/s\n", stats.n_prompt, stats.prompt_ms,
+                 stats.prompt_tokens_per_s());
+  }
   std::fprintf(stderr, "generation: %d tokens in %.1f ms, %.2f tok/s\n", stats.n_generated,
                stats.gen_ms, stats.gen_tokens_per_s());
   const int n_tokens = std::max(1, stats.n_prompt + stats.n_generated);

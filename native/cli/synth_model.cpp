@@ -1,13 +1,16 @@
-// runnel synth-model: writes a synthetic GGUF at the real shapes of Llama-3.2-1B or
-// Llama-3.1-8B, for speed and memory benchmarks (speed does not depend on weight
-// values). Weights are random rows quantized with runnel's own reference quantizers
-// (a small pool per tensor, repeated, so an 8B file takes seconds), norms are 1.0,
-// and the tokenizer is a real one copied from another GGUF's tokenizer.* metadata,
-// padded with control tokens to the real vocabulary size (128256). Output rows of
-// control and byte tokens are zero, so greedy decoding emits ordinary text tokens.
-// The data is streamed to the file: an 8B Q8_0 (8.5 GB) never sits in memory.
+// runnel synth-model: writes a synthetic GGUF of one of the shapes in synth_shapes.h.
+// Benchmark shapes (the real sizes of Llama-3.2-1B, Llama-3.1-8B, Gemma-3-1B, Qwen3-4B)
+// take rows from a small random pool per tensor, quantized with runnel's reference
+// quantizers (an 8B file takes seconds), with norms 1.0; output rows of control and
+// byte tokens are zero, so greedy decoding emits ordinary text tokens. Tiny parity
+// shapes are random everywhere (--seed makes them reproducible). The tokenizer is a
+// real one copied from another GGUF's tokenizer.* metadata, padded with control tokens
+// to the shape's vocabulary size. The data is streamed to the file: an 8B Q8_0 (8.5 GB)
+// never sits in memory.
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <numbers>
 #include <random>
 #include <string>
 #include <vector>
@@ -18,59 +21,94 @@
 #include "kernels/kernels.h"
 #include "native/cli/args.h"
 #include "native/cli/commands.h"
+#include "native/cli/synth_shapes.h"
 #include "native/mmap_store.h"
 
 namespace runnel::cli {
 namespace {
 
-struct Shape {
-  const char* name;
-  int n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab;  // n_vocab 0: the tokenizer's own
-  bool tied;                                             // no output.weight (Llama 3.2 1B)
+// Reproducible values: splitmix64 words and Box-Muller normals (what the standard
+// library's distributions return differs between implementations).
+class SynthRng {
+ public:
+  explicit SynthRng(uint64_t seed) : state_(seed) {}
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+  float normal() {
+    if (has_spare_) {
+      has_spare_ = false;
+      return spare_;
+    }
+    const double u1 = 1.0 - uniform(), u2 = uniform();  // u1 in (0, 1]
+    const double r = std::sqrt(-2.0 * std::log(u1)), t = 2.0 * std::numbers::pi * u2;
+    spare_ = static_cast<float>(r * std::sin(t));
+    has_spare_ = true;
+    return static_cast<float>(r * std::cos(t));
+  }
+
+ private:
+  uint64_t state_;
+  float spare_ = 0.0f;
+  bool has_spare_ = false;
 };
 
-constexpr Shape kShapes[] = {
-    {"llama-1b", 2048, 16, 32, 8, 8192, 128256, true},
-    {"llama-8b", 4096, 32, 32, 8, 14336, 128256, false},
-    {"tiny", 256, 2, 4, 2, 512, 0, false},  // tests
-};
-
-// llama.cpp's Q4_K_M gives attn_v and ffn_down more bits in the first and last
-// eighth of the layers and every third layer between.
-bool more_bits(int layer, int n_layer) {
-  return layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
+// A tensor's own stream: the seed and its name (FNV-1a), so adding a tensor to a
+// shape does not change the others.
+uint64_t tensor_seed(uint64_t seed, const std::string& name) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (const char c : name) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001B3ull;
+  return h ^ (seed * 0x9E3779B97F4A7C15ull);
 }
 
-struct Mix {
-  GgmlType matrix, embd, output;
-  GgmlType attn_v_ffn_down_more;  // for more_bits layers
-  uint32_t file_type;             // general.file_type (llama.cpp's ftype ids)
-};
-
-Mix mix_for(const std::string& type) {
-  if (type == "q8_0") return {GgmlType::Q8_0, GgmlType::Q8_0, GgmlType::Q8_0, GgmlType::Q8_0, 7};
-  if (type == "q4_0") return {GgmlType::Q4_0, GgmlType::Q4_0, GgmlType::Q6_K, GgmlType::Q4_0, 2};
-  if (type == "q4_k_m") return {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q6_K, 15};
-  throw UsageError("--type: expected q8_0, q4_0 or q4_k_m, got '" + type + "'");
+uint64_t tensor_bytes(const TensorPlan& t) {
+  return row_bytes(t.type, t.dims[0]) * static_cast<uint64_t>(t.dims.size() > 1 ? t.dims[1] : 1);
 }
 
-struct TensorPlan {
-  std::string name;
-  GgmlType type;
-  std::vector<int64_t> dims;  // [n_in, n_out] or [n]
-  bool is_norm = false;
-  bool is_output = false;  // rows of non-normal tokens are zero
-};
+void write_floats(std::ofstream& out, const std::vector<float>& v) {
+  out.write(reinterpret_cast<const char*>(v.data()),
+            static_cast<std::streamsize>(v.size() * sizeof(float)));
+}
 
-// Writes rows of `t` from a pool of quantized random rows.
-void write_tensor(std::ofstream& out, const TensorPlan& t, const std::vector<bool>& zero_rows, uint32_t seed) {
+// Parity shapes: every value drawn from the tensor's own stream.
+void write_random_tensor(std::ofstream& out, const TensorPlan& t, uint64_t seed) {
+  SynthRng rng(tensor_seed(seed, t.name));
+  const int64_t n_in = t.dims[0];
+  std::vector<float> row(static_cast<size_t>(n_in));
+  switch (t.fill) {
+    case Fill::Norm:  // stored as applied: Gemma's converter has already added its 1
+      for (float& x : row) x = t.center * (1.0f + 0.1f * rng.normal());
+      return write_floats(out, row);
+    case Fill::RopeShort:  // divisors of each rotary frequency
+      for (float& x : row) x = 1.0f + 0.5f * static_cast<float>(rng.uniform());
+      return write_floats(out, row);
+    case Fill::RopeLong:
+      for (float& x : row) x = 1.0f + 7.0f * static_cast<float>(rng.uniform());
+      return write_floats(out, row);
+    case Fill::Matrix:
+      break;
+  }
+  const TypeKernels& k = ref_kernels().of(t.type);
+  std::vector<uint8_t> packed(row_bytes(t.type, n_in));
+  for (int64_t r = 0; r < t.dims[1]; ++r) {
+    for (float& x : row) x = t.std * rng.normal();
+    k.quantize_row(row.data(), packed.data(), n_in);
+    out.write(reinterpret_cast<const char*>(packed.data()),
+              static_cast<std::streamsize>(packed.size()));
+  }
+}
+
+// Benchmark shapes: rows of `t` from a pool of quantized random rows; norms 1.0.
+void write_pooled_tensor(std::ofstream& out, const TensorPlan& t,
+                         const std::vector<bool>& zero_rows, uint32_t seed) {
   const int64_t n_in = t.dims[0];
   const int64_t n_out = t.dims.size() > 1 ? t.dims[1] : 1;
-  if (t.is_norm) {
-    const std::vector<float> ones(static_cast<size_t>(n_in), 1.0f);
-    out.write(reinterpret_cast<const char*>(ones.data()), static_cast<std::streamsize>(ones.size() * 4));
-    return;
-  }
+  if (t.fill != Fill::Matrix)
+    return write_floats(out, std::vector<float>(static_cast<size_t>(n_in), 1.0f));
   const TypeKernels& k = ref_kernels().of(t.type);
   const size_t rb = row_bytes(t.type, n_in);
   constexpr int kPool = 16;
@@ -87,53 +125,27 @@ void write_tensor(std::ofstream& out, const TensorPlan& t, const std::vector<boo
   k.quantize_row(row.data(), zero.data(), n_in);
   for (int64_t r = 0; r < n_out; ++r) {
     const bool is_zero = t.is_output && static_cast<size_t>(r) < zero_rows.size() && zero_rows[r];
-    const uint8_t* src = is_zero ? zero.data() : pool.data() + static_cast<size_t>((r * 7 + seed) % kPool) * rb;
+    const uint8_t* src =
+        is_zero ? zero.data() : pool.data() + static_cast<size_t>((r * 7 + seed) % kPool) * rb;
     out.write(reinterpret_cast<const char*>(src), static_cast<std::streamsize>(rb));
   }
 }
 
-}  // namespace
-
-int synth_model_command(const std::vector<std::string>& args) {
-  std::string shape_name, type_name, tokenizer_from, out_path;
-  ArgParser p("runnel synth-model --shape NAME --type TYPE --tokenizer-from FILE -o OUT",
-              "Writes a synthetic GGUF at the shape of Llama-3.2-1B (llama-1b) or Llama-3.1-8B (llama-8b)\n"
-              "with random weights quantized by runnel's reference quantizers (benchmarks only).");
-  p.string_option("--shape", &shape_name, "NAME", "llama-1b, llama-8b, or tiny (tests)");
-  p.string_option("--type", &type_name, "TYPE", "q8_0, q4_0 or q4_k_m (llama.cpp's mix)");
-  p.string_option("--tokenizer-from", &tokenizer_from, "FILE", "a real GGUF whose tokenizer.* metadata is copied");
-  p.string_option("-o, --output", &out_path, "OUT", "the GGUF to write");
-  p.parse(args);
-  if (p.help_requested()) {
-    std::fputs(p.help_text().c_str(), stdout);
-    return 0;
-  }
-  const Shape* shape = nullptr;
-  for (const Shape& s : kShapes) {
-    if (shape_name == s.name) shape = &s;
-  }
-  if (!shape) throw UsageError("--shape: expected llama-1b, llama-8b or tiny, got '" + shape_name + "'");
-  const Mix mix = mix_for(type_name);
-  if (tokenizer_from.empty()) throw UsageError("--tokenizer-from: a GGUF with a tokenizer is required");
-  if (out_path.empty()) throw UsageError("-o: an output path is required");
-
-  // The tokenizer: every tokenizer.* key, the token list padded with control tokens.
-  const std::unique_ptr<MmapStore> source = MmapStore::open(tokenizer_from);
-  const GgufMetadata& md = source->model().metadata;
-  const std::vector<std::string>* tokens = md.find_string_array("tokenizer.ggml.tokens");
-  if (!tokens) throw UsageError("--tokenizer-from: " + tokenizer_from + " has no tokenizer.ggml.tokens");
-  const int n_real = static_cast<int>(tokens->size());
-  const int n_vocab = shape->n_vocab > 0 ? std::max(shape->n_vocab, n_real) : n_real;
+// Copies every tokenizer.* key of `md` into `w`, the token list padded with control
+// tokens to n_vocab. Returns, per token, whether a benchmark shape zeroes its output row.
+std::vector<bool> copy_tokenizer(const GgufMetadata& md, int n_vocab, GgufWriter& w) {
+  const std::vector<std::string>& tokens = *md.find_string_array("tokenizer.ggml.tokens");
+  const int n_real = static_cast<int>(tokens.size());
   std::optional<std::vector<int64_t>> types = md.find_i64_array("tokenizer.ggml.token_type");
-  GgufWriter w;
   for (const auto& [key, value] : md.entries()) {
-    if (key.rfind("tokenizer.", 0) == 0 && key != "tokenizer.ggml.tokens" && key != "tokenizer.ggml.token_type" &&
-        key != "tokenizer.ggml.scores") {
+    if (key.rfind("tokenizer.", 0) == 0 && key != "tokenizer.ggml.tokens" &&
+        key != "tokenizer.ggml.token_type" && key != "tokenizer.ggml.scores") {
       w.set(key, value);
     }
   }
-  std::vector<std::string> padded = *tokens;
-  for (int i = n_real; i < n_vocab; ++i) padded.push_back("<|synthetic_reserved_" + std::to_string(i) + "|>");
+  std::vector<std::string> padded = tokens;
+  for (int i = n_real; i < n_vocab; ++i)
+    padded.push_back("<|synthetic_reserved_" + std::to_string(i) + "|>");
   std::vector<bool> zero_rows(static_cast<size_t>(n_vocab), false);
   GgufValue type_value{GgufType::ARRAY, GgufType::I32, std::vector<int64_t>()};
   auto& type_ids = std::get<std::vector<int64_t>>(type_value.value);
@@ -159,55 +171,83 @@ int synth_model_command(const std::vector<std::string>& args) {
     v.resize(static_cast<size_t>(n_vocab), 0.0);
     w.set("tokenizer.ggml.scores", s);
   }
+  return zero_rows;
+}
 
-  const int head_dim = shape->n_embd / shape->n_head;
-  w.set_string("general.architecture", "llama");
+}  // namespace
+
+int synth_model_command(const std::vector<std::string>& args) {
+  std::string shape_name, type_name, tokenizer_from, out_path;
+  uint64_t seed = 1;
+  ArgParser p(
+      "runnel synth-model --shape NAME [--type TYPE] --tokenizer-from FILE -o OUT",
+      "Writes a synthetic GGUF with random weights quantized by runnel's reference quantizers.\n"
+      "Benchmark shapes (speed and memory only): llama-1b (Llama-3.2-1B), llama-8b\n"
+      "(Llama-3.1-8B), gemma3-1b (Gemma-3-1B, sliding window), qwen3-4b (Qwen3-4B, q/k norms).\n"
+      "Parity shapes, every weight, norm and rope factor random (logits against llama.cpp):\n"
+      "tiny-llama, tiny-llama-swa, tiny-qwen3, tiny-gemma, tiny-gemma2, tiny-gemma3, tiny-phi3.\n"
+      "tiny: a small llama for tests.");
+  p.string_option("--shape", &shape_name, "NAME",
+                  "llama-1b, llama-8b, gemma3-1b, qwen3-4b, tiny, tiny-llama, tiny-llama-swa,\n"
+                  "tiny-qwen3, tiny-gemma, tiny-gemma2, tiny-gemma3 or tiny-phi3");
+  p.string_option("--type", &type_name, "TYPE",
+                  "q8_0, q4_0, q4_k_m (llama.cpp's mix), f32, f16, or mix (F32, F16 and Q8_0\n"
+                  "matrices; the default of the tiny-* parity shapes)");
+  p.string_option("--tokenizer-from", &tokenizer_from, "FILE",
+                  "a real GGUF whose tokenizer.* metadata is copied");
+  p.string_option("-o, --output", &out_path, "OUT", "the GGUF to write");
+  p.u64_option("--seed", &seed,
+               "seed of the random weights (default 1): the same seed writes the same file");
+  p.parse(args);
+  if (p.help_requested()) {
+    std::fputs(p.help_text().c_str(), stdout);
+    return 0;
+  }
+  const SynthShape* shape = find_synth_shape(shape_name);
+  if (!shape)
+    throw UsageError("--shape: expected one of " + synth_shape_names() + ", got '" + shape_name +
+                     "'");
+  if (type_name.empty()) type_name = default_synth_type(*shape);
+  if (type_name.empty()) throw UsageError("--type: required for --shape " + shape_name);
+  const SynthMix mix = synth_mix(type_name);
+  if (tokenizer_from.empty())
+    throw UsageError("--tokenizer-from: a GGUF with a tokenizer is required");
+  if (out_path.empty()) throw UsageError("-o: an output path is required");
+
+  const std::unique_ptr<MmapStore> source = MmapStore::open(tokenizer_from);
+  const GgufMetadata& md = source->model().metadata;
+  const std::vector<std::string>* tokens = md.find_string_array("tokenizer.ggml.tokens");
+  if (!tokens)
+    throw UsageError("--tokenizer-from: " + tokenizer_from + " has no tokenizer.ggml.tokens");
+  const int n_real = static_cast<int>(tokens->size());
+  const int n_vocab = shape->n_vocab > 0 ? std::max(shape->n_vocab, n_real) : n_real;
+  GgufWriter w;
+  const std::vector<bool> zero_rows = copy_tokenizer(md, n_vocab, w);
+  add_arch_metadata(w, *shape, n_vocab);
   w.set_string("general.name", std::string("synthetic ") + shape->name + " " + type_name);
   w.set_u32("general.file_type", mix.file_type);
-  w.set_u32("llama.context_length", 131072);
-  w.set_u32("llama.embedding_length", static_cast<uint32_t>(shape->n_embd));
-  w.set_u32("llama.block_count", static_cast<uint32_t>(shape->n_layer));
-  w.set_u32("llama.feed_forward_length", static_cast<uint32_t>(shape->n_ff));
-  w.set_u32("llama.attention.head_count", static_cast<uint32_t>(shape->n_head));
-  w.set_u32("llama.attention.head_count_kv", static_cast<uint32_t>(shape->n_head_kv));
-  w.set_u32("llama.rope.dimension_count", static_cast<uint32_t>(head_dim));
-  w.set_f32("llama.rope.freq_base", 500000.0f);
-  w.set_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-  w.set_u32("llama.vocab_size", static_cast<uint32_t>(n_vocab));
+  w.set_u32("general.quantization_version", 2);
 
-  // Tensors in llama.cpp's order.
-  const int64_t e = shape->n_embd, kv = static_cast<int64_t>(shape->n_head_kv) * head_dim, ff = shape->n_ff;
-  std::vector<TensorPlan> plan;
-  const GgmlType embd_type = shape->tied ? mix.output : mix.embd;
-  plan.push_back({"token_embd.weight", embd_type, {e, n_vocab}, false, shape->tied});
-  for (int l = 0; l < shape->n_layer; ++l) {
-    const std::string b = "blk." + std::to_string(l) + ".";
-    const GgmlType vd = more_bits(l, shape->n_layer) ? mix.attn_v_ffn_down_more : mix.matrix;
-    plan.push_back({b + "attn_norm.weight", GgmlType::F32, {e}, true});
-    plan.push_back({b + "attn_q.weight", mix.matrix, {e, e}});
-    plan.push_back({b + "attn_k.weight", mix.matrix, {e, kv}});
-    plan.push_back({b + "attn_v.weight", vd, {e, kv}});
-    plan.push_back({b + "attn_output.weight", mix.matrix, {e, e}});
-    plan.push_back({b + "ffn_norm.weight", GgmlType::F32, {e}, true});
-    plan.push_back({b + "ffn_gate.weight", mix.matrix, {e, ff}});
-    plan.push_back({b + "ffn_up.weight", mix.matrix, {e, ff}});
-    plan.push_back({b + "ffn_down.weight", vd, {ff, e}});
-  }
-  plan.push_back({"output_norm.weight", GgmlType::F32, {e}, true});
-  if (!shape->tied) plan.push_back({"output.weight", mix.output, {e, n_vocab}, false, true});
+  const std::vector<TensorPlan> plan = tensor_plan(*shape, mix, n_vocab);
   for (const TensorPlan& t : plan) w.add_tensor_info(t.name, t.type, t.dims);
 
   const std::string tmp = out_path + ".tmp";
   std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
   if (!out) throw std::runtime_error("cannot write " + tmp);
   const std::vector<uint8_t> header = w.header_bytes();
-  out.write(reinterpret_cast<const char*>(header.data()), static_cast<std::streamsize>(header.size()));
+  out.write(reinterpret_cast<const char*>(header.data()),
+            static_cast<std::streamsize>(header.size()));
   uint64_t written = header.size();
-  uint32_t seed = 1;
-  for (const TensorPlan& t : plan) {
-    write_tensor(out, t, zero_rows, seed++);
-    uint64_t n = row_bytes(t.type, t.dims[0]) * static_cast<uint64_t>(t.dims.size() > 1 ? t.dims[1] : 1);
-    written += n;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const TensorPlan& t = plan[i];
+    if (shape->parity) {
+      write_random_tensor(out, t, seed);
+    } else {
+      // Seeds 1, 2, ... by default: the files earlier versions wrote.
+      write_pooled_tensor(out, t, zero_rows,
+                          static_cast<uint32_t>(seed) + static_cast<uint32_t>(i));
+    }
+    written += tensor_bytes(t);
     const uint64_t pad = (w.alignment() - written % w.alignment()) % w.alignment();
     const std::vector<char> zeros(pad, 0);
     out.write(zeros.data(), static_cast<std::streamsize>(pad));
@@ -215,9 +255,11 @@ int synth_model_command(const std::vector<std::string>& args) {
   }
   out.close();
   if (!out) throw std::runtime_error("writing " + tmp + " failed (disk full?)");
-  if (std::rename(tmp.c_str(), out_path.c_str()) != 0) throw std::runtime_error("cannot rename " + tmp);
-  std::fprintf(stderr, "synth-model: wrote %s (%s %s, %d layers, vocab %d, %.2f GiB)\n", out_path.c_str(),
-               shape->name, type_name.c_str(), shape->n_layer, n_vocab, static_cast<double>(written) / (1 << 30));
+  if (std::rename(tmp.c_str(), out_path.c_str()) != 0)
+    throw std::runtime_error("cannot rename " + tmp);
+  std::fprintf(stderr, "synth-model: wrote %s (%s %s, %d layers, vocab %d, %.2f MiB)\n",
+               out_path.c_str(), shape->name, type_name.c_str(), shape->n_layer, n_vocab,
+               static_cast<double>(written) / (1 << 20));
   return 0;
 }
 

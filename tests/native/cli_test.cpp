@@ -251,6 +251,50 @@ TEST_CASE("run streams greedy text, prints figures and dumps the first logits", 
   CHECK(quiet.out == text + "\n");
 }
 
+TEST_CASE("run --all-logits dumps the logits of every prompt position", "[cli]") {
+  ScratchDir dir;
+  const std::string model = write_tiny_model(dir);
+  const std::string all = dir.file("all.bin"), one = dir.file("one.bin");
+  const std::string run = "run -m '" + model + "' -p 'a b c' -n 3 --temp 0 -t 2 ";
+  const CliResult r = runnel_cli(dir, run + "--all-logits --dump-logits '" + all + "'");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.err, Catch::Contains("prompt: 4 tokens") && Catch::Contains("(all logits)"));
+  const CliResult single = runnel_cli(dir, run + "--dump-logits '" + one + "'");
+  REQUIRE(single.status == 0);
+  CHECK(r.out == single.out);  // the same greedy text
+
+  // [n_prompt, n_vocab]: every row is Session::eval_all's, computed here with the
+  // kernels the CLI picks; the last row is the default dump.
+  select_kernels_like_cli();
+  EngineOptions eo;
+  eo.all_logits = true;
+  std::unique_ptr<Engine> e = Engine::load(MmapStore::open(model), eo);
+  const std::vector<TokenId> prompt = e->tokenizer().encode("a b c", true, false);
+  const std::vector<float> expected = e->new_session()->eval_all(prompt);
+  REQUIRE(test::select_process_isa());
+  const size_t n_vocab = static_cast<size_t>(e->config().n_vocab);
+  REQUIRE(prompt.size() == 4);
+  const std::string all_bytes = read_all(all), one_bytes = read_all(one);
+  REQUIRE(all_bytes.size() == prompt.size() * n_vocab * sizeof(float));
+  REQUIRE(one_bytes.size() == n_vocab * sizeof(float));
+  std::vector<float> dumped(expected.size()), last(n_vocab);
+  std::memcpy(dumped.data(), all_bytes.data(), all_bytes.size());
+  std::memcpy(last.data(), one_bytes.data(), one_bytes.size());
+  CHECK(dumped == expected);
+  // The default dump takes the last position alone through the output matrix; here it
+  // is one of four rows (the prompt tile, not the per-token dot): equal up to rounding.
+  for (size_t i = 0; i < n_vocab; ++i) {
+    INFO("token " << i);
+    CHECK(dumped[(prompt.size() - 1) * n_vocab + i] == Approx(last[i]).margin(1e-5).epsilon(1e-5));
+  }
+  CHECK(std::memcmp(all_bytes.data(), all_bytes.data() + n_vocab * sizeof(float), n_vocab * sizeof(float)) != 0);
+
+  CHECK_THAT(runnel_cli(dir, "run --help").out, Catch::Contains("--all-logits"));
+  check_usage_error(dir, run + "--all-logits", "--all-logits: only with --dump-logits PATH");
+  check_usage_error(dir, run + "--all-logits --dump-logits x.bin --session s.bin", "--all-logits: not with --session");
+}
+
 TEST_CASE("run takes the prompt from -p, -p - (stdin) or -f, as text or as a chat", "[cli]") {
   ScratchDir dir;
   test::TinySpec spec;
@@ -400,7 +444,8 @@ TEST_CASE("cli: synth-model writes a loadable model; bench measures it", "[cli]"
   CHECK(cpu.status == 0);
   CHECK_THAT(cpu.out, Catch::Contains("physical cores") && Catch::Contains("kernels: ref (forced by RUNNEL_ISA)"));
   check_usage_error(dir, "synth-model --shape llama-70b --type q8_0 --tokenizer-from x -o y",
-                    "--shape: expected llama-1b, llama-8b or tiny, got 'llama-70b'");
+                    "--shape: expected one of llama-1b, llama-8b, gemma3-1b, qwen3-4b, tiny, tiny-llama, "
+                    "tiny-llama-swa, tiny-qwen3, tiny-gemma, tiny-gemma2, tiny-gemma3, tiny-phi3, got 'llama-70b'");
 }
 
 TEST_CASE("--version and inspect print the version and the git commit", "[cli]") {

@@ -51,3 +51,15 @@ export const LOGIT_PROMPTS = [
   ["chat", "<|im_start|>user\nTranslate 'good morning' into Spanish.<|im_end|>\n<|im_start|>assistant\n", true],
   ["code", "def fib(n):\n    return", false],
 ];
+
+// The tiny random-weight models' prompts (arch.test.mjs): 30-60 tokens each with the
+// test vocabularies, so every one crosses the tiny models' sliding windows (12-16
+// tokens).
+export const ARCH_PROMPTS = [
+  ["prose", "The old lighthouse keeper climbed the narrow stairs every evening, lit the great lamp, " +
+            "and watched the ships pass safely through the rocks below."],
+  ["code", "def merge(a, b):\n    out = []\n    while a and b:\n        out.append(a.pop(0) if a[0] < b[0] " +
+           "else b.pop(0))\n    return out + a + b\n"],
+  ["mixed", "Order #4521: 3 x widgets @ $12.50, 2 x gadgets @ $7.25; total $52.00 (paid 2024-03-15, " +
+            "ref ABC-991)."],
+];
