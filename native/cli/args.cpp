@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 
@@ -192,6 +193,12 @@ std::string ArgParser::help_text() const {
     s += line + "\n" + indented(o.help);
   }
   return s;
+}
+
+bool ArgParser::parse_or_print_help(const std::vector<std::string>& args) {
+  parse(args);
+  if (help_) std::fputs(help_text().c_str(), stdout);
+  return help_;
 }
 
 }  // namespace runnel::cli

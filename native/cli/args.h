@@ -37,6 +37,9 @@ class ArgParser {
   void parse(const std::vector<std::string>& args);
 
   bool help_requested() const { return help_; }
+  // parse(), then on -h/--help prints help_text() to stdout and returns true (the
+  // command then exits 0).
+  bool parse_or_print_help(const std::vector<std::string>& args);
   // Whether an option (any of its spellings) appeared on the command line.
   bool seen(std::string_view name) const;
   std::string help_text() const;

@@ -151,11 +151,7 @@ int bench_command(const std::vector<std::string>& args) {
   p.string_option("--kv-type", &kv_type, "TYPE", "KV cache type (default f16)");
   p.flag("--mem-bandwidth", &mem_bandwidth, "measure the machine's read bandwidth (GB/s) instead");
   p.flag("--dry-run", &dry_run, "print each model's memory plan for these tests and exit");
-  p.parse(args);
-  if (p.help_requested()) {
-    std::fputs(p.help_text().c_str(), stdout);
-    return 0;
-  }
+  if (p.parse_or_print_help(args)) return 0;
   if (output != "md" && output != "jsonl") throw UsageError("-o: expected md or jsonl, got '" + output + "'");
   if (reps < 1) throw UsageError("-r: must be >= 1, got " + std::to_string(reps));
   std::vector<int> threads{0};  // 0: physical cores

@@ -255,11 +255,7 @@ int chat_command(const std::vector<std::string>& args) {
       "--keep", &o.load.n_keep,
       "when the context fills during a reply, keep the first N tokens and drop the oldest half\n"
       "of the rest (default -1 = end the reply; /clear then starts over)");
-  p.parse(args);
-  if (p.help_requested()) {
-    std::fputs(p.help_text().c_str(), stdout);
-    return 0;
-  }
+  if (p.parse_or_print_help(args)) return 0;
   check_ranges(o, p);
   select_kernels_from_env();
 

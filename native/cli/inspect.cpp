@@ -144,11 +144,7 @@ int inspect_command(const std::vector<std::string>& args) {
               "Prints the metadata and the tensor table of a GGUF file; with --cpu, the CPU features\n"
               "and the kernel set chosen for them.");
   p.positional("FILE", &path, "GGUF file (the first part brings in a split model's others)");
-  p.parse(args);
-  if (p.help_requested()) {
-    std::fputs(p.help_text().c_str(), stdout);
-    return 0;
-  }
+  if (p.parse_or_print_help(args)) return 0;
 
   const std::unique_ptr<MmapStore> store = MmapStore::open(path);
   const GgufModel& model = store->model();

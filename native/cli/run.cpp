@@ -110,11 +110,7 @@ int run_command(const std::vector<std::string>& args) {
   p.string_option("--session", &o.session, "FILE",
                   "restore the conversation's tokens and KV cache from FILE if it exists, evaluate\n"
                   "only the new part of the prompt, and save everything back to FILE afterwards");
-  p.parse(args);
-  if (p.help_requested()) {
-    std::fputs(p.help_text().c_str(), stdout);
-    return 0;
-  }
+  if (p.parse_or_print_help(args)) return 0;
   check_ranges(o, p);
   select_kernels_from_env();
   o.load.all_logits = o.all_logits;

@@ -86,11 +86,7 @@ int serve_command(const std::vector<std::string>& args) {
   float shutdown_s = static_cast<float>(so.shutdown_deadline_s);
   p.float_option("--shutdown-timeout", &shutdown_s,
                  "seconds in-flight generations may run on after SIGTERM/SIGINT (default 10)");
-  p.parse(args);
-  if (p.help_requested()) {
-    std::fputs(p.help_text().c_str(), stdout);
-    return 0;
-  }
+  if (p.parse_or_print_help(args)) return 0;
   if (model_path.empty()) throw UsageError("-m: a model file is required");
   if (so.port < 0 || so.port > 65535) throw UsageError("--port: must be in [0, 65535], got " + std::to_string(so.port));
   if (p.seen("-c") && n_ctx < 1) throw UsageError("-c: must be >= 1, got " + std::to_string(n_ctx));

@@ -198,11 +198,7 @@ int synth_model_command(const std::vector<std::string>& args) {
   p.string_option("-o, --output", &out_path, "OUT", "the GGUF to write");
   p.u64_option("--seed", &seed,
                "seed of the random weights (default 1): the same seed writes the same file");
-  p.parse(args);
-  if (p.help_requested()) {
-    std::fputs(p.help_text().c_str(), stdout);
-    return 0;
-  }
+  if (p.parse_or_print_help(args)) return 0;
   const SynthShape* shape = find_synth_shape(shape_name);
   if (!shape)
     throw UsageError("--shape: expected one of " + synth_shape_names() + ", got '" + shape_name +

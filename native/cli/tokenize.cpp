@@ -33,11 +33,7 @@ int tokenize_command(const std::vector<std::string>& args) {
   p.flag("--no-bos", &no_bos,
          "add no special token (BOS, EOS, [CLS], [SEP]) even if the model asks for them");
   p.flag("--special", &special, "parse special-token text (\"<|im_start|>\")");
-  p.parse(args);
-  if (p.help_requested()) {
-    std::fputs(p.help_text().c_str(), stdout);
-    return 0;
-  }
+  if (p.parse_or_print_help(args)) return 0;
   if (model.empty()) throw UsageError("-m: a model file is required");
   if (p.seen("-p") == p.seen("-f")) throw UsageError("give exactly one of -p TEXT and -f PATH");
   if (p.seen("-f")) text = read_file_bytes(file);
