@@ -46,6 +46,29 @@ TEST_CASE("memory plan: KV cache of the 1B and 8B shapes", "[plan]") {
   CHECK(plan_kv_bytes(b8, o) == 2ull * 32 * 8192 * 2 * 1088);
 }
 
+TEST_CASE("memory plan: sliding layers count only their window's slots (Gemma 3 270M)", "[plan]") {
+  ModelConfig c;  // Gemma 3 270M: 18 layers, 1 kv head of 256, window 512 on 5 of 6 layers
+  c.n_embd = 640;
+  c.n_layer = 18;
+  c.n_ff = 2048;
+  c.n_head = 4;
+  c.n_head_kv = 1;
+  c.head_dim = c.head_dim_v = c.n_rot = 256;
+  c.n_vocab = 262144;
+  c.n_ctx_train = 32768;
+  c.n_swa = 512;
+  c.swa_layers.assign(18, true);
+  for (int l = 5; l < 18; l += 6) c.swa_layers[l] = false;
+  MemoryPlanOptions o;
+  o.n_ctx = 4096;
+  o.n_batch = 64;
+  // 3 global layers x 4096 + 15 sliding x (2 x 512 + 63) slots, K and V of 256 halves
+  CHECK(plan_kv_bytes(c, o) == (3ull * 4096 + 15ull * 1087) * 2 * 256 * 2);
+  CHECK(plan_kv_bytes(c, o) == 29279232);  // 27.9 MiB, what `run` reports for this model
+  o.n_ctx = 1024;  // a context below the window's slots: every layer keeps it whole
+  CHECK(plan_kv_bytes(c, o) == 18ull * 1024 * 2 * 256 * 2);
+}
+
 TEST_CASE("memory plan: scratch of the 1B shape by hand", "[plan]") {
   MemoryPlanOptions o;
   o.n_ctx = 4096;
