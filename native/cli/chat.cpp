@@ -26,14 +26,16 @@
 namespace runnel::cli {
 namespace {
 
-struct ChatOptions {
+struct ChatCommandOptions {
   LoadRequest load;  // n_keep -1: a full context ends the reply
   std::string system;
+  std::string template_kwargs;  // --chat-template-kwargs
+  ChatOptions template_options;  // parsed from it
   int n_predict = -1;
   SamplerParams sampler;
 };
 
-void check_ranges(const ChatOptions& o, const ArgParser& p) {
+void check_ranges(const ChatCommandOptions& o, const ArgParser& p) {
   check_load_options(p, o.load);
   if (o.n_predict < -1) throw UsageError("-n: must be >= -1, got " + std::to_string(o.n_predict));
   check_sampler_options(o.sampler);
@@ -93,7 +95,7 @@ std::vector<ChatMessage> load_messages(const std::string& path) {
 
 class Chat {
  public:
-  Chat(Engine& engine, const ChatOptions& options, const SamplerParams& sampler,
+  Chat(Engine& engine, const ChatCommandOptions& options, const SamplerParams& sampler,
        SigintCatcher& sigint)
       : options_(options),
         sampler_(sampler),
@@ -122,7 +124,7 @@ class Chat {
   RequestOptions request_for(int n_prompt) const;
   void print_figures(const RequestRun& run) const;
 
-  const ChatOptions& options_;
+  const ChatCommandOptions& options_;
   SamplerParams sampler_;
   SigintCatcher& sigint_;
   const PromptFormat format_;
@@ -178,7 +180,9 @@ void Chat::reply(const std::string& text) {
   messages_.push_back({"user", text});
   std::unique_ptr<RequestRun> run;
   try {
-    const std::vector<TokenId> prompt = format_.tokens(PromptInput::from_messages(messages_));
+    PromptInput input = PromptInput::from_messages(messages_);
+    input.chat_options = options_.template_options;
+    const std::vector<TokenId> prompt = format_.tokens(input);
     sigint_.clear();  // a Ctrl-C from here on stops this reply
     run = std::make_unique<RequestRun>(*session_, prompt,
                                        request_for(static_cast<int>(prompt.size())));
@@ -240,13 +244,15 @@ void Chat::print_figures(const RequestRun& run) const {
 }  // namespace
 
 int chat_command(const std::vector<std::string>& args) {
-  ChatOptions o;
+  ChatCommandOptions o;
   ArgParser p(
       "runnel chat -m FILE [options]",
       "Chats with the model in FILE through its chat template: type a message, read the streamed\n"
       "reply; /help lists the commands.");
   add_load_options(p, &o.load);
   p.string_option("--system", &o.system, "TEXT", "a system message that starts the conversation");
+  p.string_option("--chat-template-kwargs", &o.template_kwargs, "JSON",
+                  "template variables, e.g. '{\"enable_thinking\": false}' (Qwen3)");
   p.int_option(
       "-n, --n-predict", &o.n_predict,
       "tokens per reply at most (default -1 = until the end of the turn or a full context)");
@@ -257,6 +263,7 @@ int chat_command(const std::vector<std::string>& args) {
       "of the rest (default -1 = end the reply; /clear then starts over)");
   if (p.parse_or_print_help(args)) return 0;
   check_ranges(o, p);
+  if (!o.template_kwargs.empty()) o.template_options = parse_chat_template_kwargs(o.template_kwargs);
   select_kernels_from_env();
 
   using Clock = std::chrono::steady_clock;

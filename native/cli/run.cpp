@@ -30,7 +30,7 @@ namespace {
 struct RunOptions {
   RunOptions() { load.n_keep = 0; }  // run shifts a full context by default
   LoadRequest load;
-  std::string prompt, prompt_file, dump_logits, session, system;
+  std::string prompt, prompt_file, dump_logits, session, system, template_kwargs;
   int n_predict = 128;
   SamplerParams sampler;
   bool no_display_prompt = false;
@@ -44,6 +44,7 @@ void check_ranges(const RunOptions& o, const ArgParser& p) {
   if (p.seen("-p") == p.seen("-f")) throw UsageError("-p / -f: give the prompt with exactly one of them");
   if (o.special && o.no_special) throw UsageError("--special and --no-special contradict each other");
   if (!o.system.empty() && !o.chat) throw UsageError("--system: only with --chat");
+  if (!o.template_kwargs.empty() && !o.chat) throw UsageError("--chat-template-kwargs: only with --chat");
   if (o.n_predict < -1) throw UsageError("-n: must be >= -1, got " + std::to_string(o.n_predict));
   if (o.all_logits && o.dump_logits.empty()) throw UsageError("--all-logits: only with --dump-logits PATH");
   if (o.all_logits && !o.session.empty()) throw UsageError("--all-logits: not with --session");
@@ -90,6 +91,8 @@ int run_command(const std::vector<std::string>& args) {
   p.flag("--chat", &o.chat,
          "send the prompt as a user message through the model's chat template and print only\nthe reply");
   p.string_option("--system", &o.system, "TEXT", "with --chat: a system message before the prompt");
+  p.string_option("--chat-template-kwargs", &o.template_kwargs, "JSON",
+                  "with --chat: template variables, e.g. '{\"enable_thinking\": false}' (Qwen3)");
   p.int_option("-n, --n-predict", &o.n_predict,
                "tokens to generate (default 128; -1 = until end of text or full context)");
   add_sampler_options(p, &o.sampler);
@@ -133,6 +136,7 @@ int run_command(const std::vector<std::string>& args) {
     if (!o.system.empty()) messages.push_back({"system", o.system});
     messages.push_back({"user", prompt_text});
     input = PromptInput::from_messages(std::move(messages));
+    if (!o.template_kwargs.empty()) input.chat_options = parse_chat_template_kwargs(o.template_kwargs);
   } else {
     input = PromptInput::from_text(prompt_text, !o.no_special);
   }

@@ -3,6 +3,8 @@
 
 #include <random>
 
+#include "native/server/api.h"
+
 namespace runnel::cli {
 namespace {
 
@@ -33,6 +35,16 @@ void check_sampler_options(const SamplerParams& s) {
 
 uint64_t resolve_seed(uint64_t seed) {
   return seed == kRandomSeed ? std::random_device{}() : seed;
+}
+
+ChatOptions parse_chat_template_kwargs(const std::string& text) {
+  const nlohmann::json kwargs = nlohmann::json::parse(text, nullptr, false);
+  if (kwargs.is_discarded()) throw UsageError("--chat-template-kwargs: not valid JSON: " + text);
+  try {
+    return server::chat_options_from_json(kwargs, "--chat-template-kwargs");
+  } catch (const server::ApiError& e) {
+    throw UsageError(e.what());
+  }
 }
 
 }  // namespace runnel::cli

@@ -26,21 +26,6 @@ std::string type_of(const json& v) {
   throw ApiError(400, "'" + param + "' must be " + expected + ", got " + type_of(v), param, "invalid_type");
 }
 
-// chat_template_kwargs: the template variables we know; any other key is refused by
-// name rather than dropped (it would change the prompt the client asked for).
-ChatOptions chat_options_from_json(const json& kwargs, const std::string& param) {
-  if (!kwargs.is_object()) wrong_type(param, "an object", kwargs);
-  ChatOptions options;
-  for (const auto& [key, value] : kwargs.items()) {
-    const std::string p = param + "." + key;
-    if (key != "enable_thinking") {
-      throw ApiError(400, "'" + p + "' is not supported (supported: enable_thinking)", p, "unsupported_parameter");
-    }
-    if (!value.is_boolean()) wrong_type(p, "a boolean", value);
-    options.enable_thinking = value.get<bool>();
-  }
-  return options;
-}
 
 const json* field(const json& obj, const char* name) {
   const auto it = obj.find(name);
@@ -395,6 +380,22 @@ json usage_json(const Usage& u) {
           {"completion_tokens", u.completion_tokens},
           {"total_tokens", u.prompt_tokens + u.completion_tokens},
           {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
+}
+
+// Any other key is refused by name rather than dropped (it would change the prompt
+// the client asked for).
+ChatOptions chat_options_from_json(const json& kwargs, const std::string& param) {
+  if (!kwargs.is_object()) wrong_type(param, "an object", kwargs);
+  ChatOptions options;
+  for (const auto& [key, value] : kwargs.items()) {
+    const std::string p = param + "." + key;
+    if (key != "enable_thinking") {
+      throw ApiError(400, "'" + p + "' is not supported (supported: enable_thinking)", p, "unsupported_parameter");
+    }
+    if (!value.is_boolean()) wrong_type(p, "a boolean", value);
+    options.enable_thinking = value.get<bool>();
+  }
+  return options;
 }
 
 }  // namespace runnel::server

@@ -44,6 +44,10 @@ struct GenerationRequest {
   bool echo = false;           // completions: prepend the prompt to the text
 };
 
+// chat_template_kwargs: the template variables we know (enable_thinking); any other key,
+// or a value of the wrong type, is an ApiError (400) naming `param`.key.
+ChatOptions chat_options_from_json(const json& kwargs, const std::string& param);
+
 // Parse + validate. `body` is the raw request text. n_vocab bounds logit_bias ids.
 GenerationRequest parse_generation_request(std::string_view body, bool chat, int n_vocab);
 // The same for a body already parsed (the server parses each body once).

@@ -646,4 +646,33 @@ TEST_CASE("load progress counts the bytes repacked, up to the loader's total", "
                         Catch::Contains(" MiB/s)\r\n"));
 }
 
+TEST_CASE("run --chat-template-kwargs sets the template's enable_thinking; bad values are refused",
+          "[cli]") {
+  ScratchDir dir;
+  // tiny-qwen3 carries no chat template: the built-in Qwen3 one renders the chat
+  const std::string model = dir.file("qwen3.gguf");
+  const CliResult synth = runnel_cli(dir, "synth-model --shape tiny-qwen3 --tokenizer-from '" +
+                                              std::string(RUNNEL_TEST_DATA) +
+                                              "/tokenizer/ggml-vocab-gpt-2.gguf' -o '" + model + "'");
+  REQUIRE(synth.status == 0);
+  auto prompt_tokens = [&](const std::string& extra) {
+    const CliResult r = runnel_cli(dir, "run -m '" + model + "' --chat -p hi -n 1 --temp 0 " + extra);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const size_t at = r.err.find("prompt: ");
+    REQUIRE(at != std::string::npos);
+    return std::stoi(r.err.substr(at + 8));
+  };
+  const int plain = prompt_tokens("");
+  // thinking off: the reply opens with an empty <think>\n\n</think>\n\n block
+  CHECK(prompt_tokens("--chat-template-kwargs '{\"enable_thinking\": false}'") > plain);
+  CHECK(prompt_tokens("--chat-template-kwargs '{\"enable_thinking\": true}'") == plain);
+  check_usage_error(dir, "run -m '" + model + "' --chat -p hi --chat-template-kwargs '{\"tools\": 1}'",
+                    "'--chat-template-kwargs.tools' is not supported (supported: enable_thinking)");
+  check_usage_error(dir, "run -m '" + model + "' --chat -p hi --chat-template-kwargs '{bad'",
+                    "--chat-template-kwargs: not valid JSON: {bad");
+  check_usage_error(dir, "run -m '" + model + "' -p hi --chat-template-kwargs '{}'",
+                    "--chat-template-kwargs: only with --chat");
+}
+
 }  // namespace runnel
