@@ -153,18 +153,24 @@ const float* Model::rope_factors(int n_ctx) const {
   return nullptr;
 }
 
-bool x8_repacks(const TypeKernels& k, const GgufTensorInfo& t, bool is_embedding, bool embedding_is_output) {
+bool x8_repacks(const ModelConfig& c, const GgufTensorInfo& t) {
+  const TypeKernels& k = kernels().of(t.type);
   if (!k.repack_x8 || !k.gemm_x8 || t.dims.size() != 2 || t.dims[1] % kX8Rows != 0) return false;
-  return !is_embedding || (embedding_is_output && k.unpack_x8_row);
+  const auto named = [&](std::string_view suffix) {
+    return t.name.size() >= suffix.size() && t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (t.name == "token_embd.weight") return c.tied_output && k.unpack_x8_row;
+  if (t.name == "output.weight") return !c.tied_output;  // gemma 1/2 files may carry an unused one
+  if (named(".attn_qkv.weight")) return c.q_dim() % kX8Rows == 0 && c.kv_dim() % kX8Rows == 0;
+  if (c.fused_gate_up && named(".ffn_up.weight")) return c.n_ff % kX8Rows == 0;
+  return true;
 }
 
 void Model::repack_weights(Parallel& par) {
   const KernelTable& table = kernels();
-  // aligned: a fused tensor's parts all start on a whole x8 group (row_range).
-  auto consider = [&](const GgufTensorInfo* t, bool aligned = true) {
-    if (t == nullptr || !aligned || x8_.count(t)) return;
+  auto consider = [&](const GgufTensorInfo* t) {
+    if (t == nullptr || x8_.count(t) || !x8_repacks(config_, *t)) return;
     const TypeKernels& k = table.of(t->type);
-    if (!x8_repacks(k, *t, t == token_embd_, output_ == token_embd_)) return;
     const size_t group_bytes = x8_group_bytes(k, t->type, t->dims[0]);
     const int64_t n_groups = t->dims[1] / kX8Rows;
     uint8_t* dst = store_.copy_space(*t, group_bytes * static_cast<size_t>(n_groups));
@@ -186,13 +192,8 @@ void Model::repack_weights(Parallel& par) {
     store_.drop(*t);
     x8_.emplace(t, dst);
   };
-  const ModelConfig& c = config_;
-  const bool qkv_aligned = c.q_dim() % kX8Rows == 0 && c.kv_dim() % kX8Rows == 0;
-  const bool gate_up_aligned = !c.fused_gate_up || c.n_ff % kX8Rows == 0;
   for (const LayerTensors& l : layers_) {
-    for (const GgufTensorInfo* t : {l.wq, l.wk, l.wv, l.wo, l.w_gate, l.w_down}) consider(t);
-    consider(l.wqkv, qkv_aligned);
-    consider(l.w_up, gate_up_aligned);
+    for (const GgufTensorInfo* t : {l.wq, l.wk, l.wv, l.wqkv, l.wo, l.w_gate, l.w_up, l.w_down}) consider(t);
   }
   consider(output_);
 }

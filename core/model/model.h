@@ -22,10 +22,12 @@
 
 namespace runnel {
 
-// Whether the load repacks matrix `t` into x8 groups with the kernels `k` (an x8
-// product, rows a multiple of kX8Rows). An embedding is looked up by row: repacked only
-// when it is also the output projection and `k` can give a row back.
-bool x8_repacks(const TypeKernels& k, const GgufTensorInfo& t, bool is_embedding, bool embedding_is_output);
+// Whether the load repacks tensor `t` of a model with config `c` into x8 groups with the
+// kernels chosen now (Model::repack_weights; the CLI's load progress counts the same):
+// an x8 product, rows a multiple of kX8Rows; an embedding is looked up by row, so only
+// when it is also the output projection and the kernels can give a row back; a fused
+// tensor (phi3's attn_qkv, ffn_up) only when each of its parts starts on a group.
+bool x8_repacks(const ModelConfig& c, const GgufTensorInfo& t);
 
 // Every buffer a forward pass writes, allocated once per session for batches of up
 // to n_batch tokens. Nothing is allocated per token.

@@ -25,12 +25,10 @@ int resolve_thread_count(int requested) {
   return n_cpus;
 }
 
-uint64_t load_repack_bytes(const MmapStore& store) {
-  const GgufModel& model = store.model();
-  const bool tied_output = model.find_tensor("output.weight") == nullptr;
+uint64_t load_repack_bytes(const MmapStore& store, const ModelConfig& config) {
   uint64_t total = 0;
-  for (const GgufTensorInfo& t : model.tensors) {
-    if (!x8_repacks(kernels().of(t.type), t, t.name == "token_embd.weight", tied_output)) continue;
+  for (const GgufTensorInfo& t : store.model().tensors) {
+    if (!x8_repacks(config, t)) continue;
     if (store.layer_streamed(layer_of_tensor(t.name))) continue;
     total += t.n_bytes;
   }
@@ -105,7 +103,7 @@ LoadedModel load_model(const LoadRequest& r) {
   }
   eo.parallel = std::make_shared<ThreadPool>(out.n_threads);
   LoadProgress progress(stderr, std::filesystem::path(r.model).filename().string(),
-                        load_repack_bytes(*store), LoadProgress::on_terminal());
+                        load_repack_bytes(*store, config), LoadProgress::on_terminal());
   MmapStore& mmap_store = *store;
   mmap_store.on_load_progress([&progress](uint64_t done) { progress.update(done); });
   out.engine = Engine::load(std::move(store), eo);

@@ -52,9 +52,8 @@ void check_load_options(const ArgParser& p, const LoadRequest& r);
 int resolve_thread_count(int requested);
 
 // The bytes Engine::load reads and repacks from `store` with the selected kernels: the
-// matrices Model::repack_weights rewrites (2-D, a repack_x8 kernel, rows a multiple
-// of kX8Rows, the token embeddings only as the tied output), outside streamed layers.
+// tensors x8_repacks(config, t) names (core/model/model.h), outside streamed layers.
 // The progress line's 100%.
-uint64_t load_repack_bytes(const MmapStore& store);
+uint64_t load_repack_bytes(const MmapStore& store, const ModelConfig& config);
 
 }  // namespace runnel::cli

@@ -609,7 +609,7 @@ TEST_CASE("load progress counts the bytes repacked, up to the loader's total", "
   const std::string model = write_synth_model(dir);
   select_kernels_like_cli();
   std::unique_ptr<MmapStore> store = MmapStore::open(model);
-  const uint64_t total = cli::load_repack_bytes(*store);
+  const uint64_t total = cli::load_repack_bytes(*store, ModelConfig::from_model(store->model()));
   if (kernels().of(GgmlType::Q4_K).repack_x8 != nullptr) CHECK(total > 0);
   uint64_t last = 0;
   int n_calls = 0;
