@@ -19,6 +19,7 @@ constexpr const char* kUsage =
     "  chat      an interactive conversation with a chat model (runnel chat -m FILE)\n"
     "  inspect   print a GGUF file's metadata and tensors (runnel inspect FILE)\n"
     "  tokenize  print the tokens of a text (runnel tokenize -m FILE -p TEXT)\n"
+    "  embed     print the embeddings of texts as JSON (runnel embed -m FILE -p TEXT [-p TEXT ...])\n"
     "  serve     serve the model over the OpenAI API (runnel serve -m FILE [--port 8080])\n"
     "  bench     prompt and generation speed, like llama-bench (runnel bench -m FILE -p 128 -n 32)\n"
     "  synth-model  write a synthetic 1B/8B-shaped GGUF for benchmarks\n"
@@ -49,6 +50,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "chat") return runnel::cli::chat_command(args);
   if (command == "inspect") return runnel::cli::inspect_command(args);
   if (command == "tokenize") return runnel::cli::tokenize_command(args);
+  if (command == "embed") return runnel::cli::embed_command(args);
   if (command == "serve") return runnel::cli::serve_command(args);
   if (command == "synth-model") return runnel::cli::synth_model_command(args);
   if (command == "bench") return runnel::cli::bench_command(args);

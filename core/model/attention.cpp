@@ -194,10 +194,11 @@ void attention(Parallel& par, const ModelConfig& c, const KvCache& kv, int layer
     for (int unit = static_cast<int>(split_begin(n_units, task, n_tasks)); unit < end; ++unit) {
       const int i = unit / per_token;
       const int h = grouped ? unit % per_token * group : unit % per_token;  // (first) query head
-      // token i at position p sees keys [0, p], or its window (p - n_swa, p]
+      // token i at position p sees keys [0, p], or its window (p - n_swa, p]; without
+      // causal attention (embedding models), every key of the batch and before it
       const int p = pos0 + i;
       const int first = sliding ? std::max(0, p - c.n_swa + 1) : 0;
-      const Keys keys{first, p + 1 - first};
+      const Keys keys = c.causal_attn ? Keys{first, p + 1 - first} : Keys{0, pos0 + n_tokens};
       const float* qh = q + static_cast<size_t>(i) * c.q_dim() + h * c.head_dim;
       float* oh = out + static_cast<size_t>(i) * c.attn_out_dim() + h * c.head_dim_v;
       if (grouped) {

@@ -1,5 +1,5 @@
-// Causal multi-head attention over the KV cache, with grouped-query heads (GQA):
-// query head h reads kv head h / (n_head / n_head_kv).
+// Multi-head attention over the KV cache, causal (or over the whole input for embedding
+// models), with grouped-query heads (GQA): query head h reads kv head h / (n_head / n_head_kv).
 #pragma once
 
 #include <cstdint>
@@ -62,7 +62,9 @@ class AttentionScratch {
 // For each token i of the batch (position p = pos0 + i) and query head h:
 //   out[i][h] = softmax(cap(q[i][h] . K[first..p] * attn_scale)) . V[first..p]
 // where first = 0, or p - n_swa + 1 (at least 0) on a sliding-window layer, and cap is
-// the soft-cap c.attn_softcap where set (gemma2).
+// the soft-cap c.attn_softcap where set (gemma2). Without causal attention
+// (!c.causal_attn: bert, nomic-bert) every token sees K, V[0 .. pos0 + n_tokens): the
+// whole input, evaluated in one batch.
 // The batch's own k, v must already be in `kv` (layer `layer`). Queries and
 // probabilities are rounded to the F16 dot's partner format (f16), like llama.cpp;
 // with a q8_0/q4_0 cache, queries are quantized to the type's partner format (Q8_0)

@@ -107,10 +107,11 @@ struct ArchInfo {
 constexpr ArchInfo kArchs[] = {
     {Arch::Llama, "llama"},   {Arch::Qwen2, "qwen2"},   {Arch::Qwen3, "qwen3"},
     {Arch::Gemma, "gemma"},   {Arch::Gemma2, "gemma2"}, {Arch::Gemma3, "gemma3"},
-    {Arch::Phi3, "phi3"},
+    {Arch::Phi3, "phi3"},     {Arch::Bert, "bert"},     {Arch::NomicBert, "nomic-bert"},
 };
 
 bool is_gemma(Arch a) { return a == Arch::Gemma || a == Arch::Gemma2 || a == Arch::Gemma3; }
+bool is_bert_family(Arch a) { return a == Arch::Bert || a == Arch::NomicBert; }
 
 // The family's fixed traits (what its GGUF metadata does not state).
 void set_family_traits(ModelConfig& c) {
@@ -120,6 +121,15 @@ void set_family_traits(ModelConfig& c) {
   c.has_post_norms = c.arch == Arch::Gemma2 || c.arch == Arch::Gemma3;
   if (is_gemma(c.arch)) c.ffn_act = FfnAct::Gelu;
   c.fused_gate_up = c.arch == Arch::Phi3;
+  if (is_bert_family(c.arch)) {
+    // bert: learned positions, GELU feed-forward W_down gelu(W_up x); nomic-bert: neox
+    // rope, SwiGLU W_down (silu(W_gate x) * W_up x). Both post-norm LayerNorm encoders.
+    c.embedding_only = true;
+    c.has_rope = c.arch == Arch::NomicBert;
+    c.has_position_embd = c.arch == Arch::Bert;
+    c.ffn_gated = c.arch == Arch::NomicBert;
+    c.ffn_act = c.arch == Arch::Bert ? FfnAct::Gelu : FfnAct::Silu;
+  }
 }
 
 // Which layers use the sliding window: the key's per-layer flags, or a period n where
@@ -186,11 +196,67 @@ void read_family_hparams(const GgufMetadata& md, const std::string& a, ModelConf
   if (c.swa_layers.empty()) c.swa_layers.assign(c.n_layer, false);
 }
 
+// The embedding models' metadata and optional tensors: pooling, causal attention,
+// LayerNorm epsilon, token types, and which biases / fused matrices the file has
+// (llama.cpp reads each as optional; validate_tensors then wants it in every layer).
+void read_embedding_hparams(const GgufModel& model, const std::string& a, ModelConfig& c) {
+  const GgufMetadata& md = model.metadata;
+  const std::string pooling_key = key_of(a, "pooling_type");
+  const std::optional<int64_t> pooling = md.find_i64(pooling_key);
+  if (!pooling) {
+    throw GgufError("missing metadata key '" + pooling_key +
+                    "' (an embedding model needs its pooling: 1 mean, 2 cls or 3 last)");
+  }
+  switch (*pooling) {
+    case 1: c.pooling = Pooling::Mean; break;
+    case 2: c.pooling = Pooling::Cls; break;
+    case 3: c.pooling = Pooling::Last; break;
+    default: {
+      const std::string name = *pooling == 0   ? " (none: per-token embeddings)"
+                               : *pooling == 4 ? " (rank: a reranker's classification head)"
+                                               : " (unknown)";
+      throw GgufError("metadata " + pooling_key + " = " + std::to_string(*pooling) + name +
+                      " is not supported (supported: 1 mean, 2 cls, 3 last)");
+    }
+  }
+  if (const GgufValue* causal = md.find(key_of(a, "attention.causal"))) {
+    if (causal->type != GgufType::BOOL) {
+      throw GgufError("metadata " + key_of(a, "attention.causal") + ": expected a bool");
+    }
+    c.causal_attn = std::get<bool>(causal->value);
+  }
+  const std::string eps_key = key_of(a, "attention.layer_norm_epsilon");
+  if (!md.has(eps_key)) throw GgufError("missing metadata key '" + eps_key + "'");
+  c.norm_eps = read_float(md, eps_key, 1e-12f, true);
+  // llama.cpp refuses these models without a token type count, even with no token_types.
+  c.n_token_types = read_int(md, "tokenizer.ggml.token_type_count", 1, 0);
+  if (c.n_token_types == 0) {
+    throw GgufError("missing metadata key 'tokenizer.ggml.token_type_count' (a " + a +
+                    " model needs its token type count)");
+  }
+  c.has_token_types = model.find_tensor("token_types.weight") != nullptr;
+  c.fused_qkv = model.find_tensor("blk.0.attn_qkv.weight") != nullptr;
+  c.has_qkv_bias = model.find_tensor(c.fused_qkv ? "blk.0.attn_qkv.bias" : "blk.0.attn_q.bias") != nullptr;
+  c.has_attn_out_bias = model.find_tensor("blk.0.attn_output.bias") != nullptr;
+  // nomic-bert's feed-forward has no biases (llama.cpp applies none there).
+  c.has_ffn_bias = c.arch == Arch::Bert && model.find_tensor("blk.0.ffn_up.bias") != nullptr;
+  c.tied_output = false;  // no output head at all
+}
+
 }  // namespace
 
 std::string_view arch_name(Arch arch) {
   for (const ArchInfo& info : kArchs) {
     if (info.arch == arch) return info.name;
+  }
+  return "?";
+}
+
+std::string_view pooling_name(Pooling p) {
+  switch (p) {
+    case Pooling::Mean: return "mean";
+    case Pooling::Cls: return "cls";
+    case Pooling::Last: return "last";
   }
   return "?";
 }
@@ -273,7 +339,9 @@ ModelConfig ModelConfig::from_model(const GgufModel& model) {
                   c.arch == Arch::Gemma2;
   // phi3 reads LongRoPE's factors instead of rope_freqs (llama.cpp's get_rope_factors),
   // and either one fused attn_qkv or separate q, k, v matrices.
-  if (c.arch == Arch::Phi3) {
+  if (c.embedding_only) {
+    read_embedding_hparams(model, a, c);
+  } else if (c.arch == Arch::Phi3) {
     c.has_longrope = model.find_tensor("rope_factors_long.weight") != nullptr ||
                      model.find_tensor("rope_factors_short.weight") != nullptr;
     c.fused_qkv = model.find_tensor("blk.0.attn_qkv.weight") != nullptr;
@@ -284,7 +352,56 @@ ModelConfig ModelConfig::from_model(const GgufModel& model) {
   return c;
 }
 
+namespace {
+
+// q, k, v: one fused matrix or three, and their biases where the config has them.
+void push_qkv(const ModelConfig& c, int l, std::vector<ExpectedTensor>& t) {
+  if (c.fused_qkv) {
+    const int rows = c.q_dim() + c.kv_dim() + c.v_dim();
+    t.push_back({layer_name(l, "attn_qkv.weight"), {c.n_embd, rows}});
+    if (c.has_qkv_bias) t.push_back({layer_name(l, "attn_qkv.bias"), {rows}});
+    return;
+  }
+  t.push_back({layer_name(l, "attn_q.weight"), {c.n_embd, c.q_dim()}});
+  t.push_back({layer_name(l, "attn_k.weight"), {c.n_embd, c.kv_dim()}});
+  t.push_back({layer_name(l, "attn_v.weight"), {c.n_embd, c.v_dim()}});
+  if (c.has_qkv_bias) {
+    t.push_back({layer_name(l, "attn_q.bias"), {c.q_dim()}});
+    t.push_back({layer_name(l, "attn_k.bias"), {c.kv_dim()}});
+    t.push_back({layer_name(l, "attn_v.bias"), {c.v_dim()}});
+  }
+}
+
+// bert, nomic-bert: embeddings (+ token type row, + positions) and their LayerNorm, then
+// post-norm layers; no output norm or head.
+std::vector<ExpectedTensor> embedding_model_tensors(const ModelConfig& c) {
+  std::vector<ExpectedTensor> t;
+  t.push_back({"token_embd.weight", {c.n_embd, c.n_vocab}});
+  if (c.has_token_types) t.push_back({"token_types.weight", {c.n_embd, c.n_token_types}});
+  if (c.has_position_embd) t.push_back({"position_embd.weight", {c.n_embd, c.n_ctx_train}});
+  t.push_back({"token_embd_norm.weight", {c.n_embd}});
+  t.push_back({"token_embd_norm.bias", {c.n_embd}});
+  for (int l = 0; l < c.n_layer; ++l) {
+    push_qkv(c, l, t);
+    t.push_back({layer_name(l, "attn_output.weight"), {c.attn_out_dim(), c.n_embd}});
+    if (c.has_attn_out_bias) t.push_back({layer_name(l, "attn_output.bias"), {c.n_embd}});
+    t.push_back({layer_name(l, "attn_output_norm.weight"), {c.n_embd}});
+    t.push_back({layer_name(l, "attn_output_norm.bias"), {c.n_embd}});
+    if (c.ffn_gated) t.push_back({layer_name(l, "ffn_gate.weight"), {c.n_embd, c.n_ff}});
+    t.push_back({layer_name(l, "ffn_up.weight"), {c.n_embd, c.n_ff}});
+    if (c.has_ffn_bias) t.push_back({layer_name(l, "ffn_up.bias"), {c.n_ff}});
+    t.push_back({layer_name(l, "ffn_down.weight"), {c.n_ff, c.n_embd}});
+    if (c.has_ffn_bias) t.push_back({layer_name(l, "ffn_down.bias"), {c.n_embd}});
+    t.push_back({layer_name(l, "layer_output_norm.weight"), {c.n_embd}});
+    t.push_back({layer_name(l, "layer_output_norm.bias"), {c.n_embd}});
+  }
+  return t;
+}
+
+}  // namespace
+
 std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) {
+  if (c.embedding_only) return embedding_model_tensors(c);
   std::vector<ExpectedTensor> t;
   t.push_back({"token_embd.weight", {c.n_embd, c.n_vocab}});
   if (c.has_rope_freqs) t.push_back({"rope_freqs.weight", {c.n_rot / 2}});
@@ -294,19 +411,7 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) {
   }
   for (int l = 0; l < c.n_layer; ++l) {
     t.push_back({layer_name(l, "attn_norm.weight"), {c.n_embd}});
-    if (c.fused_qkv) {
-      const int rows = c.q_dim() + c.kv_dim() + c.v_dim();
-      t.push_back({layer_name(l, "attn_qkv.weight"), {c.n_embd, rows}});
-    } else {
-      t.push_back({layer_name(l, "attn_q.weight"), {c.n_embd, c.q_dim()}});
-      t.push_back({layer_name(l, "attn_k.weight"), {c.n_embd, c.kv_dim()}});
-      t.push_back({layer_name(l, "attn_v.weight"), {c.n_embd, c.v_dim()}});
-    }
-    if (c.has_qkv_bias) {
-      t.push_back({layer_name(l, "attn_q.bias"), {c.q_dim()}});
-      t.push_back({layer_name(l, "attn_k.bias"), {c.kv_dim()}});
-      t.push_back({layer_name(l, "attn_v.bias"), {c.v_dim()}});
-    }
+    push_qkv(c, l, t);
     if (c.has_qk_norm) {
       t.push_back({layer_name(l, "attn_q_norm.weight"), {c.head_dim}});
       t.push_back({layer_name(l, "attn_k_norm.weight"), {c.head_dim}});

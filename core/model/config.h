@@ -13,8 +13,15 @@ namespace runnel {
 
 // The architectures runnel runs (GGUF general.architecture). Each family has one
 // forward function: llama, qwen2, qwen3, phi3 -> Model::forward_llama (core/model/llama.cpp);
-// gemma, gemma2, gemma3 -> Model::forward_gemma (core/model/gemma.cpp).
-enum class Arch { Llama, Qwen2, Qwen3, Gemma, Gemma2, Gemma3, Phi3 };
+// gemma, gemma2, gemma3 -> Model::forward_gemma (core/model/gemma.cpp); the encoder-only
+// embedding models bert, nomic-bert -> Model::forward_bert (core/model/bert.cpp).
+enum class Arch { Llama, Qwen2, Qwen3, Gemma, Gemma2, Gemma3, Phi3, Bert, NomicBert };
+
+// How an embedding is made of the tokens' final hidden states: their mean, the first
+// token's ([CLS]) or the last token's. {arch}.pooling_type 1, 2, 3 (llama.cpp's
+// LLAMA_POOLING_TYPE_*); none (0) and rank (4) are refused by name.
+enum class Pooling { Mean, Cls, Last };
+std::string_view pooling_name(Pooling p);
 
 // How rope pairs dimensions: Normal rotates (2i, 2i+1) (llama), Neox rotates
 // (i, i + n_rot/2) (qwen2, qwen3, gemma).
@@ -62,7 +69,7 @@ struct ModelConfig {
   bool fused_qkv = false;
   bool fused_gate_up = false;
 
-  bool has_qkv_bias = false;    // qwen2
+  bool has_qkv_bias = false;    // qwen2; bert (fused: attn_qkv.bias)
   bool has_qk_norm = false;     // qwen3, gemma3: per-head rms norm of q and k before rope
   bool has_post_norms = false;  // gemma2, gemma3: norms after attention and feed-forward
   bool tied_output = false;     // the lm_head is token_embd.weight (no output.weight, or gemma 1/2)
@@ -71,6 +78,27 @@ struct ModelConfig {
   float attn_scale = 0.0f;     // scores = q.k * attn_scale (1 / sqrt(head_dim) unless the family says)
   float attn_softcap = 0.0f;   // > 0: scores = cap * tanh(scores / cap) (gemma2)
   float final_softcap = 0.0f;  // > 0: the same on the logits (gemma2)
+
+  // Encoder-only embedding models (bert, nomic-bert): no lm_head, the output is the
+  // pooled hidden states (Session::embed). Blocks are post-norm: x = LayerNorm(x +
+  // block(x)) with weight and bias (attn_output_norm, layer_output_norm), after the
+  // embeddings' own LayerNorm (token_embd_norm). Generation is refused.
+  bool embedding_only = false;
+  // {arch}.attention.causal (llama.cpp's default when absent: true). false: every token
+  // attends to the whole input, which is then evaluated in one batch (batch_for).
+  bool causal_attn = true;
+  Pooling pooling = Pooling::Mean;  // generative models: the mean (today's embeddings)
+  float norm_eps = 1e-12f;          // LayerNorm epsilon: attention.layer_norm_epsilon
+  bool has_rope = true;             // false: bert (learned absolute positions instead)
+  bool has_position_embd = false;   // bert: position_embd.weight [n_embd, n_ctx_train]
+  // token_types.weight [n_embd, n_token_types] (tokenizer.ggml.token_type_count): row 0
+  // (sentence A) is added to every token, as llama.cpp does; false when the file has none.
+  bool has_token_types = false;
+  int n_token_types = 0;
+  bool has_attn_out_bias = false;  // attn_output.bias
+  bool has_ffn_bias = false;       // ffn_up.bias and ffn_down.bias (bert)
+  bool ffn_gated = true;           // false: W_down act(W_up x) with no gate (bert's GELU)
+  bool generative() const { return !embedding_only; }
 
   // Sliding-window attention: a layer with swa_layers[l] attends to the last n_swa
   // positions only (query p sees keys p - n_swa < key <= p), with its own rope base.
@@ -93,6 +121,10 @@ struct ModelConfig {
   // The context a session gets when none is asked for: the model's, at most 4096
   // (the CLI, the server, the wasm module and the memory plan all start from it).
   int default_n_ctx() const { return std::min(n_ctx_train, 4096); }
+  // Tokens per forward pass for a requested n_batch and a session context n_ctx: an
+  // embedding model evaluates a whole input at once (its attention may look ahead), so
+  // its batch is the context (the memory plan and Engine::load both take this).
+  int batch_for(int n_batch, int n_ctx) const { return embedding_only ? n_ctx : std::min(n_batch, n_ctx); }
 
   // Reads the metadata of `model` and checks every tensor the forward pass uses
   // (presence, dims, type supported by the kernel table). Throws GgufError naming

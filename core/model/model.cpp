@@ -1,6 +1,7 @@
 #include "core/model/model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <string>
 
@@ -48,16 +49,21 @@ ForwardScratch::ForwardScratch(const Model& model, int n_batch_, int n_ctx, int 
 
 uint64_t ForwardScratch::float_bytes(const ModelConfig& c, int n_batch, bool all_logits) {
   const uint64_t b = static_cast<uint64_t>(n_batch);
+  const uint64_t n_rope = c.has_rope ? (c.n_swa > 0 ? 2ull : 1ull) * c.n_rot : 0;
   const uint64_t per_token = 3ull * c.n_embd + c.q_dim() + c.kv_dim() + c.v_dim() + c.attn_out_dim() +
-                             2ull * c.n_ff + (c.n_swa > 0 ? 2ull : 1ull) * c.n_rot;
-  const uint64_t per_layer = static_cast<uint64_t>(c.n_embd) + c.q_dim() + c.kv_dim() + c.v_dim() + 2ull * c.head_dim;
-  return 4 * (b * per_token + per_layer + (all_logits ? b : 1) * static_cast<uint64_t>(c.n_vocab));
+                             2ull * c.n_ff + n_rope;
+  // norm weights, q/k/v biases, q/k norms; embedding models: LayerNorm bias, attn_output,
+  // ffn_up and ffn_down biases
+  const uint64_t per_layer = static_cast<uint64_t>(c.n_embd) + c.q_dim() + c.kv_dim() + c.v_dim() +
+                             2ull * c.head_dim + (c.embedding_only ? 3ull * c.n_embd + c.n_ff : 0);
+  const uint64_t logits = c.generative() ? (all_logits ? b : 1) * static_cast<uint64_t>(c.n_vocab) : 0;
+  return 4 * (b * per_token + per_layer + logits);
 }
 
 uint64_t ForwardScratch::float_bytes_allocated() const {
   size_t n = 0;
-  for (const std::vector<float>* v : {&x, &xb, &q, &k, &v, &attn, &proj, &gate, &up, &norm_w, &bias_q, &bias_k,
-                                      &bias_v, &norm_q, &norm_k, &rope, &rope_swa, &logits}) {
+  for (const std::vector<float>* v : {&x, &xb, &q, &k, &v, &attn, &proj, &gate, &up, &norm_w, &norm_b, &bias_qkv,
+                                      &bias_o, &bias_up, &bias_down, &norm_q, &norm_k, &rope, &rope_swa, &logits}) {
     n += v->size();
   }
   return n * sizeof(float);
@@ -77,14 +83,16 @@ ForwardScratch::ForwardScratch(const ModelConfig& c, int n_batch_, int n_ctx, in
       gate(static_cast<size_t>(n_batch_) * c.n_ff),
       up(static_cast<size_t>(n_batch_) * c.n_ff),
       norm_w(c.n_embd),
-      bias_q(c.q_dim()),
-      bias_k(c.kv_dim()),
-      bias_v(c.v_dim()),
+      norm_b(c.embedding_only ? c.n_embd : 0),
+      bias_qkv(static_cast<size_t>(c.q_dim()) + c.kv_dim() + c.v_dim()),
+      bias_o(c.embedding_only ? c.n_embd : 0),
+      bias_up(c.embedding_only ? c.n_ff : 0),
+      bias_down(c.embedding_only ? c.n_embd : 0),
       norm_q(c.head_dim),
       norm_k(c.head_dim),
-      rope(static_cast<size_t>(n_batch_) * c.n_rot),
-      rope_swa(c.n_swa > 0 ? static_cast<size_t>(n_batch_) * c.n_rot : 0),
-      logits(static_cast<size_t>(all_logits ? n_batch_ : 1) * c.n_vocab),
+      rope(c.has_rope ? static_cast<size_t>(n_batch_) * c.n_rot : 0),
+      rope_swa(c.has_rope && c.n_swa > 0 ? static_cast<size_t>(n_batch_) * c.n_rot : 0),
+      logits(c.generative() ? static_cast<size_t>(all_logits ? n_batch_ : 1) * c.n_vocab : 0),
       att(n_tasks_, n_ctx, std::max(c.head_dim, c.head_dim_v),
           c.n_head / std::max(1, c.n_head_kv)) {}
 
@@ -95,20 +103,47 @@ Model::Model(const ModelConfig& config, WeightStore& store, Parallel* par)
     const std::string p = "blk." + std::to_string(l) + ".";
     // A tensor the config says this family has (validate_tensors checked it), else null.
     auto maybe = [&](bool present, const char* name) { return present ? require(m, p + name) : nullptr; };
-    layers_.push_back(LayerTensors{
-        require(m, p + "attn_norm.weight"), maybe(!config.fused_qkv, "attn_q.weight"),
-        maybe(!config.fused_qkv, "attn_k.weight"), maybe(!config.fused_qkv, "attn_v.weight"),
-        maybe(config.fused_qkv, "attn_qkv.weight"), maybe(config.has_qkv_bias, "attn_q.bias"),
-        maybe(config.has_qkv_bias, "attn_k.bias"),
-        maybe(config.has_qkv_bias, "attn_v.bias"), maybe(config.has_qk_norm, "attn_q_norm.weight"),
-        maybe(config.has_qk_norm, "attn_k_norm.weight"), require(m, p + "attn_output.weight"),
-        maybe(config.has_post_norms, "post_attention_norm.weight"), require(m, p + "ffn_norm.weight"),
-        maybe(!config.fused_gate_up, "ffn_gate.weight"), require(m, p + "ffn_up.weight"),
-        require(m, p + "ffn_down.weight"), maybe(config.has_post_norms, "post_ffw_norm.weight")});
+    const bool enc = config.embedding_only;
+    const bool separate_bias = config.has_qkv_bias && !config.fused_qkv;
+    LayerTensors w{};
+    w.attn_norm = maybe(!enc, "attn_norm.weight");
+    w.wq = maybe(!config.fused_qkv, "attn_q.weight");
+    w.wk = maybe(!config.fused_qkv, "attn_k.weight");
+    w.wv = maybe(!config.fused_qkv, "attn_v.weight");
+    w.wqkv = maybe(config.fused_qkv, "attn_qkv.weight");
+    w.bq = maybe(separate_bias, "attn_q.bias");
+    w.bk = maybe(separate_bias, "attn_k.bias");
+    w.bv = maybe(separate_bias, "attn_v.bias");
+    w.bqkv = maybe(config.has_qkv_bias && config.fused_qkv, "attn_qkv.bias");
+    w.q_norm = maybe(config.has_qk_norm, "attn_q_norm.weight");
+    w.k_norm = maybe(config.has_qk_norm, "attn_k_norm.weight");
+    w.wo = require(m, p + "attn_output.weight");
+    w.bo = maybe(config.has_attn_out_bias, "attn_output.bias");
+    w.post_attn_norm = maybe(config.has_post_norms, "post_attention_norm.weight");
+    w.ffn_norm = maybe(!enc, "ffn_norm.weight");
+    w.w_gate = maybe(!config.fused_gate_up && config.ffn_gated, "ffn_gate.weight");
+    w.w_up = require(m, p + "ffn_up.weight");
+    w.w_down = require(m, p + "ffn_down.weight");
+    w.post_ffn_norm = maybe(config.has_post_norms, "post_ffw_norm.weight");
+    w.b_up = maybe(config.has_ffn_bias, "ffn_up.bias");
+    w.b_down = maybe(config.has_ffn_bias, "ffn_down.bias");
+    w.attn_out_norm = maybe(enc, "attn_output_norm.weight");
+    w.attn_out_norm_b = maybe(enc, "attn_output_norm.bias");
+    w.layer_out_norm = maybe(enc, "layer_output_norm.weight");
+    w.layer_out_norm_b = maybe(enc, "layer_output_norm.bias");
+    layers_.push_back(w);
   }
   token_embd_ = require(m, "token_embd.weight");
-  output_norm_ = require(m, "output_norm.weight");
-  output_ = config.tied_output ? token_embd_ : require(m, "output.weight");
+  if (config.embedding_only) {
+    output_norm_ = output_ = nullptr;
+    if (config.has_token_types) token_types_ = require(m, "token_types.weight");
+    if (config.has_position_embd) position_embd_ = require(m, "position_embd.weight");
+    embd_norm_ = require(m, "token_embd_norm.weight");
+    embd_norm_b_ = require(m, "token_embd_norm.bias");
+  } else {
+    output_norm_ = require(m, "output_norm.weight");
+    output_ = config.tied_output ? token_embd_ : require(m, "output.weight");
+  }
   store_.acquire(-1);  // tensors outside layers stay resident for the model's life
   InlineParallel inline_par;
   repack_weights(par != nullptr ? *par : inline_par);
@@ -160,7 +195,9 @@ bool x8_repacks(const ModelConfig& c, const GgufTensorInfo& t) {
     return t.name.size() >= suffix.size() && t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   if (t.name == "token_embd.weight") return c.tied_output && k.unpack_x8_row;
-  if (t.name == "output.weight") return !c.tied_output;  // gemma 1/2 files may carry an unused one
+  if (t.name == "position_embd.weight" || t.name == "token_types.weight") return false;  // read by row
+  // gemma 1/2 files may carry an unused one; embedding models have no head
+  if (t.name == "output.weight") return !c.tied_output && c.generative();
   if (named(".attn_qkv.weight")) return c.q_dim() % kX8Rows == 0 && c.kv_dim() % kX8Rows == 0;
   if (c.fused_gate_up && named(".ffn_up.weight")) return c.n_ff % kX8Rows == 0;
   return true;
@@ -281,6 +318,9 @@ void Model::forward(std::span<const int32_t> tokens, int pos0, bool all_logits, 
     case Arch::Gemma2:
     case Arch::Gemma3:
       return forward_gemma(tokens, pos0, all_logits, kv, s, par, hidden_out);
+    case Arch::Bert:
+    case Arch::NomicBert:
+      return forward_bert(tokens, pos0, kv, s, par, hidden_out);
   }
 }
 
@@ -305,6 +345,22 @@ void Model::embed(std::span<const int32_t> tokens, int pos0, ForwardScratch& s) 
     }
   }
   if (c.embd_scale != 1.0f) ops.scale(s.x.data(), static_cast<int64_t>(n * n_embd), c.embd_scale);
+  // bert: + token type 0's row (every token is "sentence A", as in llama.cpp), + the
+  // position's row; s.xb holds the dequantized rows
+  if (token_types_) {
+    kernels().of(token_types_->type).dequantize_row(store_.tensor_bytes(*token_types_).data(), s.xb.data(), c.n_embd);
+    for (int i = 0; i < n; ++i) ops.add(&s.x[i * n_embd], s.xb.data(), &s.x[i * n_embd], c.n_embd);
+  }
+  if (position_embd_) {
+    const uint8_t* rows = store_.tensor_bytes(*position_embd_).data();
+    const size_t rb = row_bytes(position_embd_->type, c.n_embd);
+    const TypeKernels& pk = kernels().of(position_embd_->type);
+    for (int i = 0; i < n; ++i) {
+      pk.dequantize_row(rows + static_cast<size_t>(pos0 + i) * rb, &s.xb[i * n_embd], c.n_embd);
+    }
+    ops.add(s.x.data(), s.xb.data(), s.x.data(), static_cast<int64_t>(n * n_embd));
+  }
+  if (!c.has_rope) return;
 
   // rope [n, n_rot]: each position's rotation, shared by every head and layer (and the
   // same with the sliding layers' base)
@@ -325,19 +381,48 @@ void Model::norm_rows(const GgufTensorInfo* weight, const float* in, float* out,
   }
 }
 
+void Model::layer_norm_rows(const GgufTensorInfo* weight, const GgufTensorInfo* bias, const float* in, float* out,
+                            int n, ForwardScratch& s) {
+  const int64_t n_embd = config_.n_embd;
+  dequantize(weight, s.norm_w.data());
+  dequantize(bias, s.norm_b.data());
+  const float eps = config_.norm_eps;
+  // As ggml_norm: the mean and variance accumulated in double, the centred row scaled
+  // by 1 / sqrt(variance + eps) in float; then * weight + bias.
+  for (int i = 0; i < n; ++i) {
+    const float* x = in + i * n_embd;
+    float* y = out + i * n_embd;
+    double sum = 0;
+    for (int64_t d = 0; d < n_embd; ++d) sum += x[d];
+    const float mean = static_cast<float>(sum / n_embd);
+    double sum2 = 0;
+    for (int64_t d = 0; d < n_embd; ++d) {
+      y[d] = x[d] - mean;
+      sum2 += static_cast<double>(y[d]) * y[d];
+    }
+    const float scale = 1.0f / std::sqrt(static_cast<float>(sum2 / n_embd) + eps);
+    for (int64_t d = 0; d < n_embd; ++d) y[d] = y[d] * scale * s.norm_w[d] + s.norm_b[d];
+  }
+}
+
 void Model::attention_block(int l, int n, int pos0, KvCache& kv, ForwardScratch& s, Parallel& par) {
   const ModelConfig& c = config_;
   const FloatOps& ops = float_ops();
   const LayerTensors& w = layers_[l];
   // q [n, q_dim], k [n, kv_dim], v [n, v_dim] = W xb (+ bias)
-  if (c.has_qkv_bias) {
-    dequantize(w.bq, s.bias_q.data());
-    dequantize(w.bk, s.bias_k.data());
-    dequantize(w.bv, s.bias_v.data());
+  // bias_qkv [q_dim + kv_dim + v_dim]: the q, k and v biases one after the other
+  float* const bias_k_at = s.bias_qkv.data() + c.q_dim();
+  float* const bias_v_at = bias_k_at + c.kv_dim();
+  if (w.bqkv) {
+    dequantize(w.bqkv, s.bias_qkv.data());
+  } else if (c.has_qkv_bias) {
+    dequantize(w.bq, s.bias_qkv.data());
+    dequantize(w.bk, bias_k_at);
+    dequantize(w.bv, bias_v_at);
   }
-  const float* bq = c.has_qkv_bias ? s.bias_q.data() : nullptr;
-  const float* bk = c.has_qkv_bias ? s.bias_k.data() : nullptr;
-  const float* bv = c.has_qkv_bias ? s.bias_v.data() : nullptr;
+  const float* bq = c.has_qkv_bias ? s.bias_qkv.data() : nullptr;
+  const float* bk = c.has_qkv_bias ? bias_k_at : nullptr;
+  const float* bv = c.has_qkv_bias ? bias_v_at : nullptr;
   const std::array<Matrix, 3> wqkv = qkv_matrices(w);
   const MatmulJob qkv[] = {
       {wqkv[0], s.q.data(), bq}, {wqkv[1], s.k.data(), bk}, {wqkv[2], s.v.data(), bv}};
@@ -355,18 +440,23 @@ void Model::attention_block(int l, int n, int pos0, KvCache& kv, ForwardScratch&
       ops.rms_norm(kh, s.norm_k.data(), kh, c.head_dim, c.rms_eps);
     }
   }
-  // rotate q and k by position, then append k, v to the cache
+  // rotate q and k by position (bert has learned positions instead), then append k, v
+  // to the cache
   const std::vector<float>& rope = c.is_swa(l) ? s.rope_swa : s.rope;
   for (int i = 0; i < n; ++i) {
-    const float* cos_sin = &rope[static_cast<size_t>(i) * c.n_rot];
-    rope_heads(ops, c, &s.q[static_cast<size_t>(i) * c.q_dim()], c.n_head, cos_sin);
-    rope_heads(ops, c, &s.k[static_cast<size_t>(i) * c.kv_dim()], c.n_head_kv, cos_sin);
+    if (c.has_rope) {
+      const float* cos_sin = &rope[static_cast<size_t>(i) * c.n_rot];
+      rope_heads(ops, c, &s.q[static_cast<size_t>(i) * c.q_dim()], c.n_head, cos_sin);
+      rope_heads(ops, c, &s.k[static_cast<size_t>(i) * c.kv_dim()], c.n_head_kv, cos_sin);
+    }
     kv.store(l, pos0 + i, &s.k[static_cast<size_t>(i) * c.kv_dim()], &s.v[static_cast<size_t>(i) * c.v_dim()]);
   }
-  // attn [n, attn_out_dim]: each head over its positions (all before it, or its window)
+  // attn [n, attn_out_dim]: each head over its positions (all before it, or its window;
+  // every position of the input where attention is not causal)
   attention(par, c, kv, l, s.q.data(), n, pos0, s.att, s.attn.data());
-  // proj = W_o attn
-  const MatmulJob wo[] = {{matrix(w.wo), s.proj.data(), nullptr}};
+  // proj = W_o attn (+ bias)
+  if (w.bo) dequantize(w.bo, s.bias_o.data());
+  const MatmulJob wo[] = {{matrix(w.wo), s.proj.data(), w.bo ? s.bias_o.data() : nullptr}};
   matmul(par, s.attn.data(), n, wo, s.mm);
 }
 
@@ -374,6 +464,24 @@ void Model::ffn_block(int l, int n, ForwardScratch& s, Parallel& par) {
   const ModelConfig& c = config_;
   const FloatOps& ops = float_ops();
   const LayerTensors& w = layers_[l];
+  if (!c.ffn_gated) {
+    // gate [n, n_ff] = gelu(W_up xb + b_up), each task on its rows; proj = W_down gate + b_down
+    if (w.b_up) dequantize(w.b_up, s.bias_up.data());
+    if (w.b_down) dequantize(w.b_down, s.bias_down.data());
+    const auto act = c.ffn_act == FfnAct::Gelu ? ops.gelu : ops.silu;
+    const auto act_rows = [&](int64_t r0, int64_t r1) {
+      for (int i = 0; i < n; ++i) {
+        const size_t at = static_cast<size_t>(i) * c.n_ff + static_cast<size_t>(r0);
+        act(&s.gate[at], &s.gate[at], r1 - r0);
+      }
+    };
+    const RowEpilogue epilogue = std::ref(act_rows);
+    const MatmulJob up[] = {{matrix(w.w_up), s.gate.data(), w.b_up ? s.bias_up.data() : nullptr}};
+    matmul(par, s.xb.data(), n, up, s.mm, &epilogue);
+    const MatmulJob down[] = {{matrix(w.w_down), s.proj.data(), w.b_down ? s.bias_down.data() : nullptr}};
+    matmul(par, s.gate.data(), n, down, s.mm);
+    return;
+  }
   // gate, up [n, n_ff] = W xb; gate = act(gate) * up, by each task on the rows it
   // computed (alone on one thread after the product, it left the other thread idle)
   const std::array<Matrix, 2> w_gate_up = gate_up_matrices(w);

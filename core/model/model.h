@@ -1,9 +1,9 @@
-// A decoder-only model: its weights (resolved, repacked), the buffers of a forward pass,
-// and the building blocks every family's forward function is made of (embedding
-// lookup, norms, the attention and feed-forward blocks, the output head). Each family
-// has one forward function, read top to bottom: llama.cpp (llama, qwen2, qwen3, phi3) and
-// gemma.cpp (gemma, gemma2, gemma3). A new family is a config (config.cpp) plus one
-// forward function.
+// A model: its weights (resolved, repacked), the buffers of a forward pass, and the
+// building blocks every family's forward function is made of (embedding lookup, norms,
+// the attention and feed-forward blocks, the output head). Each family has one forward
+// function, read top to bottom: llama.cpp (llama, qwen2, qwen3, phi3), gemma.cpp (gemma,
+// gemma2, gemma3) and bert.cpp (the encoder-only embedding models bert, nomic-bert). A
+// new family is a config (config.cpp) plus one forward function.
 #pragma once
 
 #include <array>
@@ -53,14 +53,16 @@ struct ForwardScratch {
   std::vector<float> gate;    // [n_batch, n_ff]  then silu(gate) * up
   std::vector<float> up;      // [n_batch, n_ff]
   std::vector<float> norm_w;  // [n_embd]  this layer's norm weights, dequantized
-  std::vector<float> bias_q;  // [q_dim]   qwen2 biases, dequantized per layer
-  std::vector<float> bias_k;  // [kv_dim]
-  std::vector<float> bias_v;  // [v_dim]
+  std::vector<float> norm_b;  // [n_embd]  a LayerNorm's bias (embedding models), or empty
+  std::vector<float> bias_qkv;  // [q_dim + kv_dim + v_dim]  q, k, v biases (qwen2, bert), per layer
+  std::vector<float> bias_o;    // [n_embd]  attn_output bias, or empty
+  std::vector<float> bias_up;   // [n_ff]    ffn_up bias (bert), or empty
+  std::vector<float> bias_down; // [n_embd]  ffn_down bias (bert), or empty
   std::vector<float> norm_q;  // [head_dim]  q / k norm weights (qwen3, gemma3), per layer
   std::vector<float> norm_k;  // [head_dim]
-  std::vector<float> rope;    // [n_batch, n_rot]  (cos, sin) per pair, per position
+  std::vector<float> rope;    // [n_batch, n_rot]  (cos, sin) per pair, per position (empty: no rope)
   std::vector<float> rope_swa;  // [n_batch, n_rot]  the same with the sliding layers' base, or empty
-  std::vector<float> logits;  // [n_batch or 1, n_vocab]
+  std::vector<float> logits;  // [n_batch or 1, n_vocab]; empty for embedding models
   std::vector<uint8_t> embd_row;  // one embedding row in its GGUF blocks (repacked embeddings)
   MatmulScratch mm;           // quantized activations
   AttentionScratch att;       // per-task scores and f16 rows
@@ -96,30 +98,41 @@ class Model {
   void rerotate_keys(KvCache& kv, int pos, int count, int delta) const;
 
   // With hidden_out [n, n_embd] (embeddings): writes every token's final-norm hidden
-  // state there instead of computing logits. Runs the family's forward function.
+  // state there instead of computing logits (an embedding model's: its last layer's
+  // output; it computes no logits, so it needs hidden_out). Runs the family's forward
+  // function.
   void forward(std::span<const int32_t> tokens, int pos0, bool all_logits, KvCache& kv,
                ForwardScratch& s, Parallel& par,
                float* hidden_out = nullptr);
 
  private:
   struct LayerTensors {
-    const GgufTensorInfo* attn_norm;
+    const GgufTensorInfo* attn_norm;  // null in embedding models (post-norm)
     const GgufTensorInfo* wq;
     const GgufTensorInfo* wk;
     const GgufTensorInfo* wv;
     const GgufTensorInfo* wqkv;  // phi3: q, k, v rows fused (wq, wk, wv null then)
-    const GgufTensorInfo* bq;  // qwen2 only
+    const GgufTensorInfo* bq;  // qwen2, bert (separate q, k, v)
     const GgufTensorInfo* bk;
     const GgufTensorInfo* bv;
+    const GgufTensorInfo* bqkv;  // bert with a fused attn_qkv: attn_qkv.bias
     const GgufTensorInfo* q_norm;  // qwen3, gemma3 only
     const GgufTensorInfo* k_norm;
     const GgufTensorInfo* wo;
+    const GgufTensorInfo* bo;  // attn_output.bias (embedding models that have it)
     const GgufTensorInfo* post_attn_norm;  // gemma2, gemma3 only
-    const GgufTensorInfo* ffn_norm;
-    const GgufTensorInfo* w_gate;  // null when fused into w_up (phi3)
+    const GgufTensorInfo* ffn_norm;        // null in embedding models
+    const GgufTensorInfo* w_gate;  // null when fused into w_up (phi3) or absent (bert)
     const GgufTensorInfo* w_up;    // phi3: [n_embd, 2 n_ff], the gate rows then the up rows
     const GgufTensorInfo* w_down;
     const GgufTensorInfo* post_ffn_norm;  // gemma2, gemma3 only
+    const GgufTensorInfo* b_up;    // bert's ffn_up.bias / ffn_down.bias
+    const GgufTensorInfo* b_down;
+    // embedding models: LayerNorm after the attention / feed-forward residual
+    const GgufTensorInfo* attn_out_norm;
+    const GgufTensorInfo* attn_out_norm_b;
+    const GgufTensorInfo* layer_out_norm;
+    const GgufTensorInfo* layer_out_norm_b;
   };
 
   // The families' forward functions (forward's contract).
@@ -127,17 +140,23 @@ class Model {
                      ForwardScratch& s, Parallel& par, float* hidden_out);
   void forward_gemma(std::span<const int32_t> tokens, int pos0, bool all_logits, KvCache& kv,
                      ForwardScratch& s, Parallel& par, float* hidden_out);
+  void forward_bert(std::span<const int32_t> tokens, int pos0, KvCache& kv, ForwardScratch& s,
+                    Parallel& par, float* hidden_out);
 
   // ---- building blocks of the forward functions (n tokens at positions pos0 ..)
-  // s.x [n, n_embd] = the tokens' embedding rows * config.embd_scale; s.rope (and
-  // s.rope_swa) = each position's rotation.
+  // s.x [n, n_embd] = the tokens' embedding rows * config.embd_scale (+ token type row 0,
+  // + position rows: bert); s.rope (and s.rope_swa) = each position's rotation.
   void embed(std::span<const int32_t> tokens, int pos0, ForwardScratch& s);
   // out [n, n_embd] = rms_norm(in) * weight, row by row (in may be out).
   void norm_rows(const GgufTensorInfo* weight, const float* in, float* out, int n, ForwardScratch& s);
-  // s.proj [n, n_embd] = W_o attention(s.xb) for layer l: q, k, v (+ biases, q/k norms,
-  // rope), k and v stored in the cache, then the heads' attention over it.
+  // out [n, n_embd] = layer_norm(in) * weight + bias, row by row (in may be out).
+  void layer_norm_rows(const GgufTensorInfo* weight, const GgufTensorInfo* bias, const float* in, float* out,
+                       int n, ForwardScratch& s);
+  // s.proj [n, n_embd] = W_o attention(s.xb) (+ bias) for layer l: q, k, v (+ biases,
+  // q/k norms, rope), k and v stored in the cache, then the heads' attention over it.
   void attention_block(int l, int n, int pos0, KvCache& kv, ForwardScratch& s, Parallel& par);
-  // s.proj [n, n_embd] = W_down act(W_gate s.xb) * (W_up s.xb) for layer l.
+  // s.proj [n, n_embd] = W_down act(W_gate s.xb) * (W_up s.xb) for layer l, or
+  // W_down act(W_up s.xb + b_up) + b_down without a gate (bert).
   void ffn_block(int l, int n, ForwardScratch& s, Parallel& par);
   // s.logits = lm_head(rms_norm(x) * output_norm) (soft-capped where the family says),
   // for the last token or every token; or the normed hidden states into hidden_out.
@@ -162,8 +181,12 @@ class Model {
   std::unordered_map<const GgufTensorInfo*, const uint8_t*> x8_;  // repacked matrices
   std::vector<LayerTensors> layers_;
   const GgufTensorInfo* token_embd_;
-  const GgufTensorInfo* output_norm_;
-  const GgufTensorInfo* output_;   // token_embd_ when tied
+  const GgufTensorInfo* output_norm_;  // null in embedding models
+  const GgufTensorInfo* output_;   // token_embd_ when tied; null in embedding models
+  const GgufTensorInfo* token_types_ = nullptr;    // embedding models, when present
+  const GgufTensorInfo* position_embd_ = nullptr;  // bert
+  const GgufTensorInfo* embd_norm_ = nullptr;      // token_embd_norm (embedding models)
+  const GgufTensorInfo* embd_norm_b_ = nullptr;
   std::vector<float> rope_freqs_;  // [n_rot/2] or empty
   std::vector<float> rope_long_;   // [n_rot/2] phi3 LongRoPE factors, or empty
   std::vector<float> rope_short_;  // [n_rot/2]

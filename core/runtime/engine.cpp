@@ -53,7 +53,12 @@ std::unique_ptr<Engine> Engine::load(std::unique_ptr<WeightStore> store,
   e->store_ = std::move(store);
   e->options_ = options;
   if (e->options_.n_ctx == 0) e->options_.n_ctx = config.default_n_ctx();
-  e->options_.n_batch = std::min(e->options_.n_batch, e->options_.n_ctx);
+  if (config.has_position_embd && e->options_.n_ctx > config.n_ctx_train) {
+    throw std::invalid_argument("context size " + std::to_string(e->options_.n_ctx) + " exceeds the " +
+                                std::to_string(config.n_ctx_train) + " positions this " + config.arch_name +
+                                " model has embeddings for");
+  }
+  e->options_.n_batch = config.batch_for(e->options_.n_batch, e->options_.n_ctx);
   if (!e->options_.parallel) e->options_.parallel = std::make_shared<InlineParallel>();
   e->model_ = std::make_unique<Model>(config, *e->store_, e->options_.parallel.get());
   e->load_ms_ = ms_since(start);
@@ -64,6 +69,15 @@ Engine::~Engine() = default;
 
 std::unique_ptr<Session> Engine::new_session(int n_ctx) {
   return std::make_unique<Session>(*this, n_ctx);
+}
+
+std::string embedding_model_refusal(const ModelConfig& config) {
+  return "this is a " + config.arch_name +
+         " embedding model: it computes embeddings (runnel embed, POST /v1/embeddings), it does not generate text";
+}
+
+void Engine::check_generative() const {
+  if (!config().generative()) throw std::invalid_argument(embedding_model_refusal(config()));
 }
 
 // ---------------------------------------------------------------- Session
@@ -136,12 +150,14 @@ void Session::append(std::span<const TokenId> tokens) {
 }
 
 std::span<float> Session::eval(std::span<const TokenId> tokens) {
+  engine_.check_generative();
   append(tokens);
   run_pending(false, nullptr);
   return last_logits_;
 }
 
 std::vector<float> Session::eval_all(std::span<const TokenId> tokens) {
+  engine_.check_generative();
   if (!engine_.options().all_logits) {
     throw std::logic_error("eval_all needs an engine loaded with all_logits");
   }
@@ -154,31 +170,41 @@ std::vector<float> Session::eval_all(std::span<const TokenId> tokens) {
   return all;
 }
 
-std::vector<float> Session::embed(std::span<const TokenId> tokens) {
+std::vector<float> Session::embed(std::span<const TokenId> tokens, bool normalize) {
   reset();
   append(tokens);
   Model& model = *engine_.model_;
+  const ModelConfig& c = model.config();
   Parallel& par = *engine_.options().parallel;
-  const size_t n_embd = model.config().n_embd;
-  std::vector<double> sum(n_embd, 0.0);
-  std::vector<float> hidden(static_cast<size_t>(scratch_.n_batch) * n_embd);  // [n_batch, n_embd]
+  const size_t n_embd = c.n_embd;
   const int n_total = static_cast<int>(tokens_.size());
+  // An embedding model's batch is its context (ModelConfig::batch_for): one forward
+  // pass, which its attention over the whole input needs.
+  std::vector<double> pooled(n_embd, 0.0);  // [n_embd]
+  std::vector<float> hidden(static_cast<size_t>(scratch_.n_batch) * n_embd);  // [n_batch, n_embd]
   for (int pos = 0; pos < n_total;) {
     const int n = std::min(scratch_.n_batch, n_total - pos);
     model.forward(std::span<const int32_t>(tokens_.data() + pos, n), pos, false, kv_, scratch_, par,
                   hidden.data());
     for (int i = 0; i < n; ++i) {
-      for (size_t d = 0; d < n_embd; ++d) sum[d] += hidden[i * n_embd + d];
+      const int p = pos + i;
+      const bool take = c.pooling == Pooling::Mean || (c.pooling == Pooling::Cls && p == 0) ||
+                        (c.pooling == Pooling::Last && p == n_total - 1);
+      if (!take) continue;
+      for (size_t d = 0; d < n_embd; ++d) pooled[d] += hidden[i * n_embd + d];
     }
     pos += n;
   }
   reset();
-  std::vector<float> out(n_embd);
+  if (c.pooling == Pooling::Mean) {
+    for (double& v : pooled) v /= n_total;
+  }
   double norm = 0;
-  for (size_t d = 0; d < n_embd; ++d) norm += (sum[d] / n_total) * (sum[d] / n_total);
+  for (const double v : pooled) norm += v * v;
   norm = std::sqrt(norm);
+  std::vector<float> out(n_embd);
   for (size_t d = 0; d < n_embd; ++d) {
-    out[d] = norm > 0 ? static_cast<float>(sum[d] / n_total / norm) : 0.0f;
+    out[d] = !normalize ? static_cast<float>(pooled[d]) : norm > 0 ? static_cast<float>(pooled[d] / norm) : 0.0f;
   }
   return out;
 }

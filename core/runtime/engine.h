@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -67,6 +68,10 @@ using PieceCallback = std::function<bool(std::string_view piece)>;
 class Session;
 class Generation;
 
+// The one-line refusal of generation on an embedding model, naming it ("this is a bert
+// embedding model: ..."); the server answers it as a 400.
+std::string embedding_model_refusal(const ModelConfig& config);
+
 class Engine {
  public:
   // Reads the config (refusing unknown architectures and mis-shaped tensors), builds
@@ -85,6 +90,10 @@ class Engine {
 
   // n_ctx: the session's context, at most the engine's (0: the engine's).
   std::unique_ptr<Session> new_session(int n_ctx = 0);
+
+  // Throws std::invalid_argument (embedding_model_refusal) for an embedding model
+  // (bert, nomic-bert): Session::eval, eval_all and every generation call it first.
+  void check_generative() const;
 
  private:
   friend class Session;
@@ -126,10 +135,15 @@ class Session {
   std::unique_ptr<Generation> start(const std::vector<TokenId>& prompt,
                                     const GenerateParams& params);
 
-  // Sentence embedding of `tokens` [n_embd]: the final-norm hidden states, mean-pooled
-  // over the tokens and L2-normalized. Uses this session's cache as scratch: the
-  // history is cleared first and afterwards. Throws like eval() (empty, ids, context).
-  std::vector<float> embed(std::span<const TokenId> tokens);
+  // Sentence embedding of `tokens` [n_embd], L2-normalized unless !normalize (the
+  // OpenAI endpoint's and llama-server's default; llama.cpp's own API returns the
+  // pooled vector as is). An embedding model (bert, nomic-bert) pools its last layer's
+  // outputs as its {arch}.pooling_type says (mean, [CLS] = the first token, or the
+  // last token), evaluating the whole input in one batch; a generative model gives
+  // the mean of its final-norm hidden states. Uses this session's cache as scratch:
+  // the history is cleared first and afterwards. Throws like eval() (empty, ids,
+  // context).
+  std::vector<float> embed(std::span<const TokenId> tokens, bool normalize = true);
 
   int position() const { return static_cast<int>(tokens_.size()); }  // tokens in history
   int n_ctx() const { return kv_.n_ctx(); }

@@ -20,6 +20,7 @@ double ms_since(Clock::time_point start) {
 }  // namespace
 
 int Session::check_request(const std::vector<TokenId>& prompt, const GenerateParams& params) const {
+  engine_.check_generative();
   params.sampler.validate();
   if (params.max_tokens < -1) {
     throw std::invalid_argument("max_tokens must be >= -1 (-1 = until the context is full), got " +

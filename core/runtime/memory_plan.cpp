@@ -31,7 +31,7 @@ uint64_t plan_kv_bytes(const ModelConfig& c, const MemoryPlanOptions& o) {
 }
 
 uint64_t plan_scratch_bytes(const ModelConfig& c, const MemoryPlanOptions& o, bool float_gemm) {
-  const int b = std::min(o.n_batch, o.n_ctx);
+  const int b = c.batch_for(o.n_batch, o.n_ctx);  // an embedding model's is its context
   // MatmulScratch: rows of at most float32 width, and packed groups of kGemmCols rows at
   // most 1.25 bytes an element for quantized weights, 4 for float weights (f32 groups,
   // float_gemm_pack.h)

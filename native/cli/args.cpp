@@ -92,6 +92,11 @@ void ArgParser::string_option(std::string_view names, std::string* out, std::str
                               std::string help) {
   add(names, Kind::String, out, std::move(value_name), std::move(help));
 }
+
+void ArgParser::string_list_option(std::string_view names, std::vector<std::string>* out,
+                                   std::string value_name, std::string help) {
+  add(names, Kind::StringList, out, std::move(value_name), std::move(help));
+}
 void ArgParser::int_option(std::string_view names, int* out, std::string help) {
   add(names, Kind::Int, out, "N", std::move(help));
 }
@@ -130,6 +135,9 @@ void ArgParser::store(const Option& opt, std::string_view name, const std::strin
       break;
     case Kind::String:
       *static_cast<std::string*>(opt.out) = value;
+      break;
+    case Kind::StringList:
+      static_cast<std::vector<std::string>*>(opt.out)->push_back(value);
       break;
     case Kind::Int:
       *static_cast<int*>(opt.out) = parse_int(name, value);

@@ -26,6 +26,9 @@ class ArgParser {
   void flag(std::string_view names, bool* out, std::string help);
   void string_option(std::string_view names, std::string* out, std::string value_name,
                      std::string help);
+  // Every occurrence appends its value to *out (repeatable: -p A -p B).
+  void string_list_option(std::string_view names, std::vector<std::string>* out, std::string value_name,
+                          std::string help);
   void int_option(std::string_view names, int* out, std::string help);
   void u64_option(std::string_view names, uint64_t* out, std::string help);
   void float_option(std::string_view names, float* out, std::string help);
@@ -45,7 +48,7 @@ class ArgParser {
   std::string help_text() const;
 
  private:
-  enum class Kind { Flag, String, Int, U64, Float };
+  enum class Kind { Flag, String, StringList, Int, U64, Float };
   struct Option {
     std::vector<std::string> names;
     Kind kind;

@@ -270,6 +270,7 @@ int chat_command(const std::vector<std::string>& args) {
   const Clock::time_point start = Clock::now();
   LoadedModel loaded = load_model(o.load);
   Engine& engine = *loaded.engine;
+  engine.check_generative();  // an embedding model cannot chat: one line, before the prompt
   SamplerParams sampler = o.sampler;
   sampler.seed = resolve_seed(sampler.seed);
   const double load_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();

@@ -13,6 +13,7 @@ int run_command(const std::vector<std::string>& args);
 int chat_command(const std::vector<std::string>& args);
 int inspect_command(const std::vector<std::string>& args);
 int tokenize_command(const std::vector<std::string>& args);
+int embed_command(const std::vector<std::string>& args);
 int serve_command(const std::vector<std::string>& args);
 int synth_model_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);

@@ -123,6 +123,7 @@ int run_command(const std::vector<std::string>& args) {
   LoadedModel loaded = load_model(o.load);
   if (o.load.dry_run) return loaded.dry_run_status;
   std::unique_ptr<Engine> engine = std::move(loaded.engine);
+  engine->check_generative();  // an embedding model: one line, before echoing anything
   const MemoryPlan& plan = loaded.plan;
   const int n_threads = loaded.n_threads;
   const int n_streamed = loaded.n_streamed_layers;

@@ -89,6 +89,9 @@ void write_random_tensor(std::ofstream& out, const TensorPlan& t, uint64_t seed)
     case Fill::RopeLong:
       for (float& x : row) x = 1.0f + 7.0f * static_cast<float>(rng.uniform());
       return write_floats(out, row);
+    case Fill::Bias:
+      for (float& x : row) x = t.std * rng.normal();
+      return write_floats(out, row);
     case Fill::Matrix:
       break;
   }
@@ -177,7 +180,7 @@ std::vector<bool> copy_tokenizer(const GgufMetadata& md, int n_vocab, GgufWriter
 }  // namespace
 
 int synth_model_command(const std::vector<std::string>& args) {
-  std::string shape_name, type_name, tokenizer_from, out_path;
+  std::string shape_name, type_name, tokenizer_from, out_path, pooling;
   uint64_t seed = 1;
   ArgParser p(
       "runnel synth-model --shape NAME [--type TYPE] --tokenizer-from FILE -o OUT",
@@ -185,17 +188,23 @@ int synth_model_command(const std::vector<std::string>& args) {
       "Benchmark shapes (speed and memory only): llama-1b (Llama-3.2-1B), llama-8b\n"
       "(Llama-3.1-8B), gemma3-1b (Gemma-3-1B, sliding window), qwen3-4b (Qwen3-4B, q/k norms).\n"
       "Parity shapes, every weight, norm and rope factor random (logits against llama.cpp):\n"
-      "tiny-llama, tiny-llama-swa, tiny-qwen3, tiny-gemma, tiny-gemma2, tiny-gemma3, tiny-phi3.\n"
+      "tiny-llama, tiny-llama-swa, tiny-qwen3, tiny-gemma, tiny-gemma2, tiny-gemma3, tiny-phi3;\n"
+      "embedding models (embeddings against llama.cpp): tiny-bert, tiny-nomic-bert (give them\n"
+      "a WordPiece vocabulary, e.g. tests/data/tokenizer/ggml-vocab-bert-bge.gguf).\n"
       "tiny: a small llama for tests.");
   p.string_option("--shape", &shape_name, "NAME",
                   "llama-1b, llama-8b, gemma3-1b, qwen3-4b, tiny, tiny-llama, tiny-llama-swa,\n"
-                  "tiny-qwen3, tiny-gemma, tiny-gemma2, tiny-gemma3 or tiny-phi3");
+                  "tiny-qwen3, tiny-gemma, tiny-gemma2, tiny-gemma3, tiny-phi3, tiny-bert or\n"
+                  "tiny-nomic-bert");
   p.string_option("--type", &type_name, "TYPE",
                   "q8_0, q4_0, q4_k_m (llama.cpp's mix), f32, f16, or mix (F32, F16 and Q8_0\n"
                   "matrices; the default of the tiny-* parity shapes)");
   p.string_option("--tokenizer-from", &tokenizer_from, "FILE",
                   "a real GGUF whose tokenizer.* metadata is copied");
   p.string_option("-o, --output", &out_path, "OUT", "the GGUF to write");
+  p.string_option("--pooling", &pooling, "MODE",
+                  "embedding shapes: {arch}.pooling_type mean, cls or last (default: cls for\n"
+                  "tiny-bert, mean for tiny-nomic-bert)");
   p.u64_option("--seed", &seed,
                "seed of the random weights (default 1): the same seed writes the same file");
   if (p.parse_or_print_help(args)) return 0;
@@ -209,6 +218,9 @@ int synth_model_command(const std::vector<std::string>& args) {
   if (tokenizer_from.empty())
     throw UsageError("--tokenizer-from: a GGUF with a tokenizer is required");
   if (out_path.empty()) throw UsageError("-o: an output path is required");
+  if (!pooling.empty() && !is_embedding_shape(*shape))
+    throw UsageError("--pooling: only for the embedding shapes tiny-bert and tiny-nomic-bert");
+  const int pooling_type = pooling.empty() ? -1 : parse_pooling_type(pooling);
 
   const std::unique_ptr<MmapStore> source = MmapStore::open(tokenizer_from);
   const GgufMetadata& md = source->model().metadata;
@@ -219,7 +231,7 @@ int synth_model_command(const std::vector<std::string>& args) {
   const int n_vocab = shape->n_vocab > 0 ? std::max(shape->n_vocab, n_real) : n_real;
   GgufWriter w;
   const std::vector<bool> zero_rows = copy_tokenizer(md, n_vocab, w);
-  add_arch_metadata(w, *shape, n_vocab);
+  add_arch_metadata(w, *shape, n_vocab, pooling_type);
   w.set_string("general.name", std::string("synthetic ") + shape->name + " " + type_name);
   w.set_u32("general.file_type", mix.file_type);
   w.set_u32("general.quantization_version", 2);

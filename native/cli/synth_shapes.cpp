@@ -32,6 +32,11 @@ constexpr SynthShape kShapes[] = {
     {"tiny-gemma3",    SynthArch::Gemma3, 256,  7,  4,  1, 128, 512,   0,      true,  true,  32768,  16},
     // Fused qkv and gate-up, LongRoPE factors: original context 256, trained to 1024.
     {"tiny-phi3",      SynthArch::Phi3,   256,  3,  4,  2, 64,  512,   0,      false, true,  1024,   2047},
+    // Embedding models (BGE / MiniLM style bert: separate q, k, v and every bias, learned
+    // positions; nomic-embed-text style nomic-bert: fused attn_qkv, SwiGLU, rope, no biases).
+    // Tokenizer: a real WordPiece vocabulary (ggml-vocab-bert-bge.gguf).
+    {"tiny-bert",       SynthArch::Bert,      256, 3, 4, 4, 64, 512, 0,    false, true,  512,    0},
+    {"tiny-nomic-bert", SynthArch::NomicBert, 256, 3, 4, 4, 64, 512, 0,    false, true,  2048,   0},
 };
 // clang-format on
 
@@ -63,6 +68,10 @@ const char* arch_name(SynthArch arch) {
       return "gemma3";
     case SynthArch::Phi3:
       return "phi3";
+    case SynthArch::Bert:
+      return "bert";
+    case SynthArch::NomicBert:
+      return "nomic-bert";
   }
   return "?";
 }
@@ -112,6 +121,63 @@ int phi3_original_context(const SynthShape& s) {
   return s.parity ? kPhi3TinyOriginalContext : 4096;
 }
 
+// bert / nomic-bert, with llama.cpp's tensor names: embeddings (+ token types, +
+// positions for bert) and their LayerNorm, then post-norm layers; no output head.
+// Every weight, bias and LayerNorm random, so that a missing term shows.
+std::vector<TensorPlan> embedding_tensor_plan(const SynthShape& s, const SynthMix& mix, int n_vocab) {
+  const int64_t e = s.n_embd, ff = s.n_ff, q = static_cast<int64_t>(s.n_head) * s.head_dim,
+                kv = static_cast<int64_t>(s.n_head_kv) * s.head_dim;
+  const bool bert = s.arch == SynthArch::Bert;
+  const auto matrix = [&](const std::string& name, GgmlType type, int64_t n_in, int64_t n_out,
+                          float gain = 1.0f) {
+    return TensorPlan{name, fit_type(type, n_in, name), {n_in, n_out}, Fill::Matrix,
+                      gain / std::sqrt(static_cast<float>(n_in))};
+  };
+  const auto vec = [](const std::string& name, int64_t n, Fill fill, float std) {
+    TensorPlan t{name, GgmlType::F32, {n}, fill, std};
+    return t;
+  };
+  const auto layer_norm = [&](const std::string& name, std::vector<TensorPlan>& plan) {
+    plan.push_back(vec(name + ".weight", e, Fill::Norm, 0.0f));
+    plan.push_back(vec(name + ".bias", e, Fill::Bias, 0.2f));
+  };
+  std::vector<TensorPlan> plan;
+  TensorPlan embd = matrix("token_embd.weight", mix.embd, e, n_vocab);
+  embd.std = 1.0f;
+  plan.push_back(embd);
+  // Row 0 is added to every token; position rows (F16, as converters often store them).
+  TensorPlan types{"token_types.weight", GgmlType::F32, {e, 2}, Fill::Matrix, 0.5f};
+  plan.push_back(types);
+  if (bert) {
+    TensorPlan pos{"position_embd.weight", GgmlType::F16, {e, s.n_ctx_train}, Fill::Matrix, 0.5f};
+    plan.push_back(pos);
+  }
+  layer_norm("token_embd_norm", plan);
+  for (int l = 0; l < s.n_layer; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    if (bert) {
+      plan.push_back(matrix(b + "attn_q.weight", mix.attn_qkv, e, q, 1.5f));
+      plan.push_back(vec(b + "attn_q.bias", q, Fill::Bias, 0.5f));
+      plan.push_back(matrix(b + "attn_k.weight", mix.attn_qkv, e, kv, 1.5f));
+      plan.push_back(vec(b + "attn_k.bias", kv, Fill::Bias, 0.5f));
+      plan.push_back(matrix(b + "attn_v.weight", mix.attn_v, e, kv));
+      plan.push_back(vec(b + "attn_v.bias", kv, Fill::Bias, 0.5f));
+    } else {
+      plan.push_back(matrix(b + "attn_qkv.weight", mix.attn_qkv, e, q + 2 * kv, 1.5f));
+    }
+    plan.push_back(matrix(b + "attn_output.weight", mix.attn_out, q, e));
+    if (bert) plan.push_back(vec(b + "attn_output.bias", e, Fill::Bias, 0.5f));
+    layer_norm(b + "attn_output_norm", plan);
+    if (!bert) plan.push_back(matrix(b + "ffn_gate.weight", mix.ffn_gate_up, e, ff));
+    plan.push_back(matrix(b + "ffn_up.weight", mix.ffn_gate_up, e, ff));
+    if (bert) plan.push_back(vec(b + "ffn_up.bias", ff, Fill::Bias, 0.5f));
+    plan.push_back(matrix(b + "ffn_down.weight", mix.ffn_down, ff, e));
+    if (bert) plan.push_back(vec(b + "ffn_down.bias", e, Fill::Bias, 0.5f));
+    layer_norm(b + "layer_output_norm", plan);
+  }
+  return plan;
+}
+
 }  // namespace
 
 const SynthShape* find_synth_shape(const std::string& name) {
@@ -125,6 +191,21 @@ std::string synth_shape_names() {
   std::string out;
   for (const SynthShape& s : kShapes) out += (out.empty() ? "" : ", ") + std::string(s.name);
   return out;
+}
+
+bool is_embedding_shape(const SynthShape& shape) {
+  return shape.arch == SynthArch::Bert || shape.arch == SynthArch::NomicBert;
+}
+
+int default_pooling_type(const SynthShape& shape) {
+  return shape.arch == SynthArch::Bert ? 2 : 1;
+}
+
+int parse_pooling_type(const std::string& name) {
+  if (name == "mean") return 1;
+  if (name == "cls") return 2;
+  if (name == "last") return 3;
+  throw UsageError("--pooling: expected mean, cls or last, got '" + name + "'");
 }
 
 const char* default_synth_type(const SynthShape& shape) {
@@ -146,7 +227,7 @@ SynthMix synth_mix(const std::string& type) {
   throw UsageError("--type: expected q8_0, q4_0, q4_k_m, f32, f16 or mix, got '" + type + "'");
 }
 
-void add_arch_metadata(GgufWriter& w, const SynthShape& s, int n_vocab) {
+void add_arch_metadata(GgufWriter& w, const SynthShape& s, int n_vocab, int pooling_type) {
   const std::string a = arch_name(s.arch);
   const auto u32 = [&](const std::string& key, int v) {
     w.set_u32(a + "." + key, static_cast<uint32_t>(v));
@@ -161,6 +242,16 @@ void add_arch_metadata(GgufWriter& w, const SynthShape& s, int n_vocab) {
   u32("feed_forward_length", s.n_ff);
   u32("attention.head_count", s.n_head);
   u32("attention.head_count_kv", s.n_head_kv);
+  if (is_embedding_shape(s)) {
+    // What llama.cpp's converter writes for BERT / nomic-bert: LayerNorm epsilon,
+    // non-causal attention, the pooling (tokenizer.ggml.token_type_count comes with the
+    // copied tokenizer).
+    f32("attention.layer_norm_epsilon", 1e-12f);
+    w.set_bool(a + ".attention.causal", false);
+    u32("pooling_type", pooling_type >= 0 ? pooling_type : default_pooling_type(s));
+    if (s.arch == SynthArch::NomicBert) f32("rope.freq_base", 1000.0f);
+    return;
+  }
   switch (s.arch) {
     case SynthArch::Llama:
       u32("rope.dimension_count", s.head_dim);
@@ -191,6 +282,9 @@ void add_arch_metadata(GgufWriter& w, const SynthShape& s, int n_vocab) {
       // for the absent rope.freq_base_swa).
       if (s.arch == SynthArch::Gemma3) f32("rope.freq_base", 1000000.0f);
       break;
+    case SynthArch::Bert:
+    case SynthArch::NomicBert:
+      break;
     case SynthArch::Phi3:
       f32("attention.layer_norm_rms_epsilon", 1e-5f);
       u32("rope.dimension_count", s.head_dim);
@@ -219,6 +313,7 @@ std::vector<TensorPlan> tensor_plan(const SynthShape& s, const SynthMix& mix, in
     t.center = center;
     return t;
   };
+  if (is_embedding_shape(s)) return embedding_tensor_plan(s, mix, n_vocab);
   std::vector<TensorPlan> plan;
   // Tied: the embeddings are also the output matrix (logits ~ N(0, GAIN)). Gemma scales
   // its input embeddings by sqrt(n_embd), which makes them ~N(0, GAIN) as well.

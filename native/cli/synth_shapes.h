@@ -18,7 +18,7 @@
 
 namespace runnel::cli {
 
-enum class SynthArch { Llama, Qwen3, Gemma, Gemma2, Gemma3, Phi3 };
+enum class SynthArch { Llama, Qwen3, Gemma, Gemma2, Gemma3, Phi3, Bert, NomicBert };
 
 struct SynthShape {
   const char* name;
@@ -37,6 +37,7 @@ enum class Fill {
   Norm,       // parity: center * (1 + N(0, 0.1)); bench: 1.0
   RopeShort,  // phi3 LongRoPE factors for contexts up to the original length
   RopeLong,   // ... and beyond it
+  Bias,       // parity: N(0, std) (biases, LayerNorm biases); bench: 1.0
 };
 
 struct TensorPlan {
@@ -66,8 +67,16 @@ SynthMix synth_mix(const std::string& type);
 // The default --type of a shape: "mix" for parity shapes, none (required) otherwise.
 const char* default_synth_type(const SynthShape& shape);
 
-// The architecture's metadata keys ({arch}.*, general.architecture), for n_vocab tokens.
-void add_arch_metadata(GgufWriter& w, const SynthShape& shape, int n_vocab);
+// Embedding shapes (bert, nomic-bert): whether `shape` is one, its default
+// {arch}.pooling_type (bert: 2 cls, like BGE; nomic-bert: 1 mean, like nomic-embed-text),
+// and "mean" / "cls" / "last" as that key's value (UsageError otherwise).
+bool is_embedding_shape(const SynthShape& shape);
+int default_pooling_type(const SynthShape& shape);
+int parse_pooling_type(const std::string& name);
+
+// The architecture's metadata keys ({arch}.*, general.architecture), for n_vocab tokens;
+// pooling_type: an embedding shape's {arch}.pooling_type (-1: its default).
+void add_arch_metadata(GgufWriter& w, const SynthShape& shape, int n_vocab, int pooling_type = -1);
 // Every tensor of the file in llama.cpp's names, in a stable order.
 std::vector<TensorPlan> tensor_plan(const SynthShape& shape, const SynthMix& mix, int n_vocab);
 

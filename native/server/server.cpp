@@ -347,6 +347,9 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
     if (!admit_fields(req, res, body, chat ? Endpoint::ChatCompletions : Endpoint::Completions)) return;
     request = generation_request_from_json(body, chat, engine_->config().n_vocab);
     check_model_name(request.model);
+    if (!engine_->config().generative()) {
+      throw ApiError(400, embedding_model_refusal(engine_->config()), "model", "model_not_supported");
+    }
     PromptInput input = chat ? PromptInput::from_messages(request.messages) : PromptInput::from_text(request.prompt);
     input.chat_options = request.chat_options;
     prompt = prompt_format_.tokens(input);

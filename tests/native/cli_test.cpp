@@ -445,7 +445,38 @@ TEST_CASE("cli: synth-model writes a loadable model; bench measures it", "[cli]"
   CHECK_THAT(cpu.out, Catch::Contains("physical cores") && Catch::Contains("kernels: ref (forced by RUNNEL_ISA)"));
   check_usage_error(dir, "synth-model --shape llama-70b --type q8_0 --tokenizer-from x -o y",
                     "--shape: expected one of llama-1b, llama-8b, gemma3-1b, qwen3-4b, tiny, tiny-llama, "
-                    "tiny-llama-swa, tiny-qwen3, tiny-gemma, tiny-gemma2, tiny-gemma3, tiny-phi3, got 'llama-70b'");
+                    "tiny-llama-swa, tiny-qwen3, tiny-gemma, tiny-gemma2, tiny-gemma3, tiny-phi3, tiny-bert, "
+                    "tiny-nomic-bert, got 'llama-70b'");
+}
+
+TEST_CASE("runnel embed: JSON embeddings of an embedding model; run and chat refuse it", "[cli]") {
+  ScratchDir dir;
+  const std::string model = dir.file("tiny-bert.gguf");
+  const CliResult synth = runnel_cli(dir, "synth-model --shape tiny-bert --tokenizer-from '" +
+                                              std::string(RUNNEL_TEST_DATA) +
+                                              "/tokenizer/ggml-vocab-bert-bge.gguf' -o '" + model + "'");
+  REQUIRE(synth.status == 0);
+  const CliResult r = runnel_cli(dir, "embed -m '" + model + "' -t 1 -p 'Hello world' -p 'the cat sat'");
+  REQUIRE(r.status == 0);
+  // {"model":"bert","pooling":"cls","normalized":true,"n_embd":256,"data":[{"index":0,"n_tokens":4,...
+  CHECK_THAT(r.out, Catch::StartsWith("{\"model\":\"bert\",\"pooling\":\"cls\",\"normalized\":true,"
+                                      "\"n_embd\":256,\"data\":[{\"index\":0,\"n_tokens\":4,\"embedding\":["));
+  CHECK_THAT(r.out, Catch::Contains("{\"index\":1,\"n_tokens\":5,\"embedding\":["));
+  const CliResult raw = runnel_cli(dir, "embed -m '" + model + "' -t 1 -p 'Hello world' --no-normalize");
+  REQUIRE(raw.status == 0);
+  CHECK_THAT(raw.out, Catch::Contains("\"normalized\":false"));
+  check_usage_error(dir, "embed -m '" + model + "'", "-p / -f: give at least one text to embed");
+  const std::string refusal = "runnel: error: this is a bert embedding model: it computes embeddings (runnel "
+                              "embed, POST /v1/embeddings), it does not generate text\n";
+  for (const char* command : {"run -p hi -n 4", "chat"}) {
+    const CliResult g = runnel_cli(dir, std::string(command) + " -m '" + model + "' -t 1");
+    CHECK(g.status == 1);
+    CHECK(g.out.empty());  // nothing echoed first
+    CHECK(g.err == refusal);
+  }
+  const CliResult pooling = runnel_cli(dir, "synth-model --shape tiny-llama --pooling mean --tokenizer-from x -o y");
+  CHECK(pooling.status == 1);
+  CHECK(pooling.err == "runnel: error: --pooling: only for the embedding shapes tiny-bert and tiny-nomic-bert\n");
 }
 
 TEST_CASE("--version and inspect print the version and the git commit", "[cli]") {

@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "core/gguf/gguf.h"
+#include "core/model/config.h"
 #include "kernels/kernels.h"
 #include "native/cli/synth_shapes.h"
 #include "native/mmap_store.h"
@@ -77,6 +78,47 @@ void check_tensor(const GgufModel& m, const std::string& name, GgmlType type,
 }
 
 }  // namespace
+
+TEST_CASE("synth-model: tiny-bert and tiny-nomic-bert carry the embedding families' keys and tensors",
+          "[cli][synth]") {
+  ScratchDir dir;
+  const auto bert = MmapStore::open(synth(dir, "tiny-bert", "bert-bge"));
+  const GgufModel& m = bert->model();
+  const GgufMetadata& md = m.metadata;
+  CHECK(md.find_string("general.architecture") == "bert");
+  CHECK(md.find_u64("bert.pooling_type") == 2u);  // cls, like BGE
+  CHECK(md.find_f64("bert.attention.layer_norm_epsilon").value() == Approx(1e-12));
+  CHECK(md.find_u64("tokenizer.ggml.token_type_count") == 2u);
+  CHECK(md.find_string("tokenizer.ggml.model") == "bert");
+  check_tensor(m, "token_embd.weight", GgmlType::Q8_0, {256, 30522});
+  check_tensor(m, "token_types.weight", GgmlType::F32, {256, 2});
+  check_tensor(m, "position_embd.weight", GgmlType::F16, {256, 512});
+  check_tensor(m, "token_embd_norm.bias", GgmlType::F32, {256});
+  check_tensor(m, "blk.2.attn_k.bias", GgmlType::F32, {256});
+  check_tensor(m, "blk.2.ffn_up.bias", GgmlType::F32, {512});
+  check_tensor(m, "blk.0.layer_output_norm.weight", GgmlType::F32, {256});
+  CHECK(m.find_tensor("output_norm.weight") == nullptr);
+  CHECK(m.find_tensor("blk.0.ffn_gate.weight") == nullptr);
+  // biases and LayerNorm biases are random around 0, LayerNorm weights around 1
+  const Moments b = moments(values(*bert, "blk.1.attn_output.bias"));
+  CHECK(std::fabs(b.mean) < 0.15);
+  CHECK(b.sd > 0.3);
+  CHECK(moments(values(*bert, "blk.1.attn_output_norm.weight")).mean == Approx(1.0).margin(0.05));
+  const ModelConfig c = ModelConfig::from_model(m);
+  CHECK(c.embedding_only);
+  CHECK_FALSE(c.causal_attn);
+  CHECK(c.pooling == Pooling::Cls);
+
+  const auto nomic = MmapStore::open(synth(dir, "tiny-nomic-bert", "bert-bge", "--pooling last"));
+  const GgufModel& n = nomic->model();
+  CHECK(n.metadata.find_u64("nomic-bert.pooling_type") == 3u);
+  CHECK(n.metadata.find_f64("nomic-bert.rope.freq_base").value() == Approx(1000.0));
+  check_tensor(n, "blk.1.attn_qkv.weight", GgmlType::F16, {256, 3 * 256});
+  check_tensor(n, "blk.1.ffn_gate.weight", GgmlType::F16, {256, 512});
+  CHECK(n.find_tensor("position_embd.weight") == nullptr);
+  CHECK(n.find_tensor("blk.0.attn_qkv.bias") == nullptr);
+  CHECK(ModelConfig::from_model(n).pooling == Pooling::Last);
+}
 
 TEST_CASE("synth-model: tiny-phi3 has fused qkv / gate-up and random LongRoPE factors",
           "[cli][synth]") {

@@ -125,7 +125,7 @@ TEST_CASE("an unknown architecture is refused by name", "[model]") {
   test::TinySpec spec;
   spec.arch = "foo";
   CHECK(load_error(spec) == "unsupported architecture 'foo' (supported: " + supported_arch_list() + ")");
-  CHECK(supported_arch_list() == "llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3");
+  CHECK(supported_arch_list() == "llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3, bert, nomic-bert");
 }
 
 TEST_CASE("a tensor with the wrong dims is refused with expected and actual dims", "[model]") {

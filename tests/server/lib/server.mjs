@@ -17,9 +17,9 @@ if (!existsSync(binary)) throw new Error(`no runnel binary at ${binary} (build i
 if (!existsSync(model)) throw new Error(`no model at ${model} (run scripts/fetch_models.sh, or set RUNNEL_MODEL)`);
 
 // Resolves to { url, port, child, stderr(), exited } once the server listens. `env`
-// is added to this process's environment (RUNNEL_ISA, say).
-export function startServer(extraArgs = [], { timeoutMs = 60000, env = {} } = {}) {
-  const child = spawn(binary, ['serve', '-m', model, '--port', '0', ...extraArgs], {
+// is added to this process's environment (RUNNEL_ISA, say); modelPath: another GGUF.
+export function startServer(extraArgs = [], { timeoutMs = 60000, env = {}, modelPath = model } = {}) {
+  const child = spawn(binary, ['serve', '-m', modelPath, '--port', '0', ...extraArgs], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
   });
