@@ -72,11 +72,15 @@ void rope_apply(float* x, int64_t n_rot, const float* cos_sin, ref::RopeStyle st
 // Contracts: kernels/kernels.h TypeKernels::repack_x8 / gemm_x8 / unpack_x8_row.
 void repack_x8_q4_0(int64_t n, const void* rows, size_t row_stride, void* group);
 void repack_x8_q4_1(int64_t n, const void* rows, size_t row_stride, void* group);
+void repack_x8_q5_0(int64_t n, const void* rows, size_t row_stride, void* group);
+void repack_x8_q5_1(int64_t n, const void* rows, size_t row_stride, void* group);
 void repack_x8_q8_0(int64_t n, const void* rows, size_t row_stride, void* group);
 void repack_x8_q4_k(int64_t n, const void* rows, size_t row_stride, void* group);
 void repack_x8_q6_k(int64_t n, const void* rows, size_t row_stride, void* group);
 void unpack_x8_row_q4_0(int64_t n, const void* group, int r, void* row);
 void unpack_x8_row_q4_1(int64_t n, const void* group, int r, void* row);
+void unpack_x8_row_q5_0(int64_t n, const void* group, int r, void* row);
+void unpack_x8_row_q5_1(int64_t n, const void* group, int r, void* row);
 void unpack_x8_row_q8_0(int64_t n, const void* group, int r, void* row);
 void unpack_x8_row_q4_k(int64_t n, const void* group, int r, void* row);
 void unpack_x8_row_q6_k(int64_t n, const void* group, int r, void* row);
@@ -89,11 +93,16 @@ void repack_x8_q4_k_relaxed(int64_t n, const void* rows, size_t row_stride, void
 void repack_x8_q6_k_relaxed(int64_t n, const void* rows, size_t row_stride, void* group);
 void unpack_x8_row_q4_k_relaxed(int64_t n, const void* group, int r, void* row);
 void unpack_x8_row_q6_k_relaxed(int64_t n, const void* group, int r, void* row);
-// a: nc activation rows a_stride apart (Q8_0 for Q4_0 / Q8_0, Q8_1 for Q4_1, Q8_K for
-// Q4_K / Q6_K); a_sums (Q4_0 only): ref::block_sums_q8_0 of those rows, n / 32 per row.
+// a: nc activation rows a_stride apart (Q8_0 for Q4_0 / Q5_0 / Q8_0, Q8_1 for Q4_1 / Q5_1,
+// Q8_K for Q4_K / Q6_K); a_sums (Q4_0, Q5_0 only): ref::block_sums_q8_0 of those rows, n / 32
+// per row.
 void gemm_x8_q4_0(int64_t n, const void* group, const void* a, size_t a_stride,
                   const int32_t* a_sums, int nc, float* out, size_t out_stride);
 void gemm_x8_q4_1(int64_t n, const void* group, const void* a, size_t a_stride,
+                  const int32_t* a_sums, int nc, float* out, size_t out_stride);
+void gemm_x8_q5_0(int64_t n, const void* group, const void* a, size_t a_stride,
+                  const int32_t* a_sums, int nc, float* out, size_t out_stride);
+void gemm_x8_q5_1(int64_t n, const void* group, const void* a, size_t a_stride,
                   const int32_t* a_sums, int nc, float* out, size_t out_stride);
 void gemm_x8_q8_0(int64_t n, const void* group, const void* a, size_t a_stride,
                   const int32_t* a_sums, int nc, float* out, size_t out_stride);

@@ -10,6 +10,8 @@
 // within vec_dot's bound of 1e-5 * S.
 #include <wasm_simd128.h>
 
+#include <type_traits>
+
 #include "kernels/ref/blocks.h"
 #include "kernels/wasm/simd128.h"
 #include "kernels/wasm/simd128_common.h"
@@ -47,6 +49,22 @@ inline v128_t dot_lane_order(const uint8_t* qs, const Act32& a) {
       wasm_i32x4_add(wasm_i32x4_dot_i16x8(q2, a.v[2]), wasm_i32x4_dot_i16x8(q3, a.v[3])));
 }
 
+// sum q[e] a[e] over the 32 5-bit quants of row 4h + i of a Q5 group (BlockQ5_0x8: the
+// row's 16 bytes qs and its half's q3; q in [0, 31], |a| <= 128): |lane| <= 8 * 31 * 128.
+inline v128_t dot_q5(const uint8_t* qs, v128_t q3, int i, const Act32& a) {
+  const v128_t packed = load(qs);
+  const v128_t mask = wasm_i16x8_splat(0x1F);
+  const v128_t q0 = wasm_v128_and(packed, mask);
+  const v128_t q1 = wasm_v128_and(wasm_u16x8_shr(packed, 5), mask);
+  const v128_t q2 = wasm_v128_and(wasm_u16x8_shr(packed, 10), mask);
+  const v128_t q3_low = wasm_v128_and(wasm_u16x8_shr(q3, 4 * i), wasm_i16x8_splat(0x0F));
+  const v128_t q3_high = wasm_v128_and(wasm_u16x8_shr(packed, 11), wasm_i16x8_splat(0x10));
+  return wasm_i32x4_add(
+      wasm_i32x4_add(wasm_i32x4_dot_i16x8(q0, a.v[0]), wasm_i32x4_dot_i16x8(q1, a.v[1])),
+      wasm_i32x4_add(wasm_i32x4_dot_i16x8(q2, a.v[2]),
+                     wasm_i32x4_dot_i16x8(wasm_v128_or(q3_low, q3_high), a.v[3])));
+}
+
 // sum q[e] a[e] over 32 int8 quants: |lane| <= 8 * 128 * 128.
 inline v128_t dot_i8_32(const int8_t* q, const Act32& a) {
   const v128_t lo = load(q);
@@ -77,9 +95,30 @@ inline v128_t half_sums_nibbles(const Group& g, int h, const Act32& a) {
                        dot_lane_order(g.qs[4 * h + 2], a), dot_lane_order(g.qs[4 * h + 3], a));
 }
 
-// Q4_0: sum (q - 8) a = sum q a - 8 sum a, with sum a from a_sums (exact in int32).
-void gemm_q4_0_rows(int64_t nb, const BlockQ4_0x8* g, const ref::BlockQ8_0* y, const int32_t* sums,
-                    float* out) {
+// The same for the 5-bit quants of a Q5_0 / Q5_1 group.
+template <typename Group>
+inline v128_t half_sums_q5(const Group& g, int h, const Act32& a) {
+  const v128_t q3 = load(g.q3[h]);
+  return transpose_sum(dot_q5(g.qs[4 * h], q3, 0, a), dot_q5(g.qs[4 * h + 1], q3, 1, a),
+                       dot_q5(g.qs[4 * h + 2], q3, 2, a), dot_q5(g.qs[4 * h + 3], q3, 3, a));
+}
+
+// Either of the two above, by the group's type.
+template <typename Group>
+inline v128_t half_sums_legacy(const Group& g, int h, const Act32& a) {
+  if constexpr (std::is_same_v<Group, BlockQ5_0x8> || std::is_same_v<Group, BlockQ5_1x8>) {
+    return half_sums_q5(g, h, a);
+  } else {
+    return half_sums_nibbles(g, h, a);
+  }
+}
+
+// Q4_0 and Q5_0 (Group BlockQ4_0x8 / BlockQ5_0x8): sum (q - 8) a = sum q a - 8 sum a (16
+// for Q5_0), with sum a from a_sums (exact in int32).
+template <typename Group>
+void gemm_zero_point_rows(int64_t nb, const Group* g, const ref::BlockQ8_0* y, const int32_t* sums,
+                          float* out) {
+  constexpr bool kQ5 = std::is_same_v<Group, BlockQ5_0x8>;
   v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
   alignas(16) float da[kChunk];
   for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
@@ -88,10 +127,10 @@ void gemm_q4_0_rows(int64_t nb, const BlockQ4_0x8* g, const ref::BlockQ8_0* y, c
     for (int i = 0; i < count; ++i) {
       const int64_t b = b0 + i;
       const Act32 a(y[b].qs);
-      const v128_t offset = wasm_i32x4_splat(8 * sums[b]);
+      const v128_t offset = wasm_i32x4_splat((kQ5 ? 16 : 8) * sums[b]);
       const v128_t d_a = wasm_f32x4_splat(da[i]);
       for (int h = 0; h < 2; ++h) {
-        const v128_t isum = wasm_i32x4_sub(half_sums_nibbles(g[b], h, a), offset);
+        const v128_t isum = wasm_i32x4_sub(half_sums_legacy(g[b], h, a), offset);
         acc[h] = add_scaled(acc[h], isum, g[b].d + 4 * h, d_a);
       }
     }
@@ -99,9 +138,11 @@ void gemm_q4_0_rows(int64_t nb, const BlockQ4_0x8* g, const ref::BlockQ8_0* y, c
   store_8(out, acc[0], acc[1]);
 }
 
-// Q4_1: w = d q + m; the m term is m * s (s = d_a sum q_a, the Q8_1 block's second field).
-void gemm_q4_1_rows(int64_t nb, const BlockQ4_1x8* g, const ref::BlockQ8_1* y,
-                    const int32_t* /*sums*/, float* out) {
+// Q4_1 and Q5_1 (Group BlockQ4_1x8 / BlockQ5_1x8): w = d q + m; the m term is m * s
+// (s = d_a sum q_a, the Q8_1 block's second field).
+template <typename Group>
+void gemm_with_mins_rows(int64_t nb, const Group* g, const ref::BlockQ8_1* y,
+                         const int32_t* /*sums*/, float* out) {
   v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
   alignas(16) float da[kChunk];
   alignas(16) float sa[kChunk];
@@ -115,7 +156,7 @@ void gemm_q4_1_rows(int64_t nb, const BlockQ4_1x8* g, const ref::BlockQ8_1* y,
       const v128_t d_a = wasm_f32x4_splat(da[i]);
       const v128_t s = wasm_f32x4_splat(sa[i]);
       for (int h = 0; h < 2; ++h) {
-        const v128_t isum = half_sums_nibbles(g[b], h, a);
+        const v128_t isum = half_sums_legacy(g[b], h, a);
         acc[h] = add_scaled(acc[h], isum, g[b].d + 4 * h, d_a);
         acc[h] = wasm_f32x4_add(acc[h], wasm_f32x4_mul(load(g[b].m + 4 * h), s));
       }
@@ -236,14 +277,26 @@ void over_tokens(int64_t n, const void* group, const void* a, size_t a_stride,
 
 void gemm_x8_q4_0(int64_t n, const void* group, const void* a, size_t a_stride,
                   const int32_t* a_sums, int nc, float* out, size_t out_stride) {
-  over_tokens<BlockQ4_0x8, ref::BlockQ8_0, kQK, gemm_q4_0_rows>(n, group, a, a_stride, a_sums, nc,
-                                                                out, out_stride);
+  over_tokens<BlockQ4_0x8, ref::BlockQ8_0, kQK, gemm_zero_point_rows<BlockQ4_0x8>>(
+      n, group, a, a_stride, a_sums, nc, out, out_stride);
 }
 
 void gemm_x8_q4_1(int64_t n, const void* group, const void* a, size_t a_stride,
                   const int32_t* a_sums, int nc, float* out, size_t out_stride) {
-  over_tokens<BlockQ4_1x8, ref::BlockQ8_1, kQK, gemm_q4_1_rows>(n, group, a, a_stride, a_sums, nc,
-                                                                out, out_stride);
+  over_tokens<BlockQ4_1x8, ref::BlockQ8_1, kQK, gemm_with_mins_rows<BlockQ4_1x8>>(
+      n, group, a, a_stride, a_sums, nc, out, out_stride);
+}
+
+void gemm_x8_q5_0(int64_t n, const void* group, const void* a, size_t a_stride,
+                  const int32_t* a_sums, int nc, float* out, size_t out_stride) {
+  over_tokens<BlockQ5_0x8, ref::BlockQ8_0, kQK, gemm_zero_point_rows<BlockQ5_0x8>>(
+      n, group, a, a_stride, a_sums, nc, out, out_stride);
+}
+
+void gemm_x8_q5_1(int64_t n, const void* group, const void* a, size_t a_stride,
+                  const int32_t* a_sums, int nc, float* out, size_t out_stride) {
+  over_tokens<BlockQ5_1x8, ref::BlockQ8_1, kQK, gemm_with_mins_rows<BlockQ5_1x8>>(
+      n, group, a, a_stride, a_sums, nc, out, out_stride);
 }
 
 void gemm_x8_q8_0(int64_t n, const void* group, const void* a, size_t a_stride,

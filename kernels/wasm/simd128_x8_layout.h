@@ -11,6 +11,8 @@
 //    lane k holding elements k, 8 + k, 16 + k and 24 + k in bits 0-3, 4-7, 8-11 and 12-15.
 //    (lane >> 4j) & 15 is then elements 8j .. 8j + 7 as int16 lanes: 3 shifts and 3 ands
 //    per 32 elements instead of a byte unpack and four widenings.
+//  - Q5_0 / Q5_1's 5-bit quants likewise, three to a uint16 lane (the fourth element's
+//    fifth bit in bit 15, its nibble in a lane shared by 4 rows).
 //  - Q6_K's 6-bit quants as plain int8 (q - 32): this group is 31% larger than the rows
 //    it holds, and its dot costs what Q8_0's does.
 // Plain structs (no intrinsics): simd128_x8_repack.cpp writes and reads them; the floats
@@ -40,6 +42,28 @@ struct BlockQ4_1x8 {
   uint8_t qs[kRows][16];
 };
 static_assert(sizeof(BlockQ4_1x8) == 8 * 20 + 32);
+
+// Q5_0: 5-bit quants q in [0, 31] (the kernel subtracts 16 through the activation's block
+// sum), so that shifts and masks give int16 lanes of 8 consecutive elements as for 4-bit
+// lane order: qs[r] is 8 uint16 lanes, lane k holding elements k, 8 + k and 16 + k of row
+// r in bits 0-4, 5-9 and 10-14 and the fifth bit of element 24 + k in bit 15; the low
+// nibbles of elements 24 .. 31 of rows 4h .. 4h + 3 are q3[h], lane k holding row
+// 4h + i's element 24 + k in bits 4i .. 4i + 3. 16 bytes larger than the rows (the scales).
+struct BlockQ5_0x8 {
+  float d[kRows];
+  uint8_t qs[kRows][16];
+  uint8_t q3[2][16];
+};
+static_assert(sizeof(BlockQ5_0x8) == 8 * 22 + 16);
+
+// Q5_1: Q5_0's arrangement with the 8 rows' mins after their scales.
+struct BlockQ5_1x8 {
+  float d[kRows];
+  float m[kRows];
+  uint8_t qs[kRows][16];
+  uint8_t q3[2][16];
+};
+static_assert(sizeof(BlockQ5_1x8) == 8 * 24 + 32);
 
 // Q8_0: the rows' blocks with their scales gathered in front.
 struct BlockQ8_0x8 {

@@ -118,6 +118,48 @@ inline int q4_k_quant(const ref::BlockQ4_K& blk, int s, int e) {
   return (blk.qs[32 * (s / 2) + e] >> (4 * (s % 2))) & 0x0F;
 }
 
+// A legacy Q5 block's 32 quants (nibble | fifth bit << 4) into row r of a BlockQ5_0x8 /
+// BlockQ5_1x8 (q3 of the row's half: only its bits of the row are set, zeroed beforehand).
+template <typename Group, typename Block>
+void put_q5(const Block& blk, int r, Group& g) {
+  uint32_t qh;
+  std::memcpy(&qh, blk.qh, sizeof qh);
+  uint16_t q[kQK];
+  for (int i = 0; i < 16; ++i) {
+    q[i] = static_cast<uint16_t>((blk.qs[i] & 0x0F) | ((qh >> i) & 1) << 4);
+    q[16 + i] = static_cast<uint16_t>((blk.qs[i] >> 4) | ((qh >> (16 + i)) & 1) << 4);
+  }
+  for (int k = 0; k < 8; ++k) {
+    const uint16_t lane = static_cast<uint16_t>(q[k] | q[8 + k] << 5 | q[16 + k] << 10 | (q[24 + k] >> 4) << 15);
+    std::memcpy(g.qs[r] + 2 * k, &lane, sizeof lane);
+    uint16_t q3;
+    std::memcpy(&q3, g.q3[r / 4] + 2 * k, sizeof q3);
+    q3 = static_cast<uint16_t>(q3 | (q[24 + k] & 0x0F) << (4 * (r % 4)));
+    std::memcpy(g.q3[r / 4] + 2 * k, &q3, sizeof q3);
+  }
+}
+
+// The inverse: row r's quants back into the block's qs and qh.
+template <typename Group, typename Block>
+void get_q5(const Group& g, int r, Block& out) {
+  uint16_t q[kQK];
+  for (int k = 0; k < 8; ++k) {
+    uint16_t lane, q3;
+    std::memcpy(&lane, g.qs[r] + 2 * k, sizeof lane);
+    std::memcpy(&q3, g.q3[r / 4] + 2 * k, sizeof q3);
+    q[k] = lane & 0x1F;
+    q[8 + k] = (lane >> 5) & 0x1F;
+    q[16 + k] = (lane >> 10) & 0x1F;
+    q[24 + k] = static_cast<uint16_t>(((q3 >> (4 * (r % 4))) & 0x0F) | (lane >> 15) << 4);
+  }
+  uint32_t qh = 0;
+  for (int i = 0; i < 16; ++i) {
+    out.qs[i] = static_cast<uint8_t>((q[i] & 0x0F) | (q[16 + i] & 0x0F) << 4);
+    qh |= static_cast<uint32_t>(q[i] >> 4) << i | static_cast<uint32_t>(q[16 + i] >> 4) << (16 + i);
+  }
+  std::memcpy(out.qh, &qh, sizeof qh);
+}
+
 // Row r's Q4_K scales in a group block (BlockQ4_Kx8 and the relaxed BlockQ4_Kx8R hold d,
 // dmin and the scales alike): d and dmin as floats, the 6-bit scales unpacked; the mins
 // go to mins[r] (the SIMD128 group's own m, a buffer the relaxed repack packs).
@@ -159,6 +201,31 @@ void repack_x8_q4_1(int64_t n, const void* rows, size_t row_stride, void* group)
       g[b].d[r] = scale_of(blk.d);
       g[b].m[r] = scale_of(blk.m);
       legacy_to_lane_order(blk.qs, g[b].qs[r]);
+    }
+  }
+}
+
+void repack_x8_q5_0(int64_t n, const void* rows, size_t row_stride, void* group) {
+  auto* g = static_cast<BlockQ5_0x8*>(group);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    std::memset(g[b].q3, 0, sizeof g[b].q3);
+    for (int r = 0; r < kRows; ++r) {
+      const auto& blk = row_block<ref::BlockQ5_0>(rows, row_stride, r, b);
+      g[b].d[r] = scale_of(blk.d);
+      put_q5(blk, r, g[b]);
+    }
+  }
+}
+
+void repack_x8_q5_1(int64_t n, const void* rows, size_t row_stride, void* group) {
+  auto* g = static_cast<BlockQ5_1x8*>(group);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    std::memset(g[b].q3, 0, sizeof g[b].q3);
+    for (int r = 0; r < kRows; ++r) {
+      const auto& blk = row_block<ref::BlockQ5_1>(rows, row_stride, r, b);
+      g[b].d[r] = scale_of(blk.d);
+      g[b].m[r] = scale_of(blk.m);
+      put_q5(blk, r, g[b]);
     }
   }
 }
@@ -222,6 +289,25 @@ void unpack_x8_row_q4_1(int64_t n, const void* group, int r, void* row) {
     out[b].d = half_of(g[b].d[r]);
     out[b].m = half_of(g[b].m[r]);
     lane_order_to_legacy(g[b].qs[r], out[b].qs);
+  }
+}
+
+void unpack_x8_row_q5_0(int64_t n, const void* group, int r, void* row) {
+  const auto* g = static_cast<const BlockQ5_0x8*>(group);
+  auto* out = static_cast<ref::BlockQ5_0*>(row);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    out[b].d = half_of(g[b].d[r]);
+    get_q5(g[b], r, out[b]);
+  }
+}
+
+void unpack_x8_row_q5_1(int64_t n, const void* group, int r, void* row) {
+  const auto* g = static_cast<const BlockQ5_1x8*>(group);
+  auto* out = static_cast<ref::BlockQ5_1*>(row);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    out[b].d = half_of(g[b].d[r]);
+    out[b].m = half_of(g[b].m[r]);
+    get_q5(g[b], r, out[b]);
   }
 }
 

@@ -45,6 +45,10 @@ KernelTable build_simd128_table() {
      sizeof(simd128::x8::BlockQ4_0x8));
   x8(G::Q4_1, simd128::repack_x8_q4_1, simd128::gemm_x8_q4_1, simd128::unpack_x8_row_q4_1,
      sizeof(simd128::x8::BlockQ4_1x8));
+  x8(G::Q5_0, simd128::repack_x8_q5_0, simd128::gemm_x8_q5_0, simd128::unpack_x8_row_q5_0,
+     sizeof(simd128::x8::BlockQ5_0x8));
+  x8(G::Q5_1, simd128::repack_x8_q5_1, simd128::gemm_x8_q5_1, simd128::unpack_x8_row_q5_1,
+     sizeof(simd128::x8::BlockQ5_1x8));
   x8(G::Q8_0, simd128::repack_x8_q8_0, simd128::gemm_x8_q8_0, simd128::unpack_x8_row_q8_0,
      sizeof(simd128::x8::BlockQ8_0x8));
   x8(G::Q4_K, simd128::repack_x8_q4_k, simd128::gemm_x8_q4_k, simd128::unpack_x8_row_q4_k,

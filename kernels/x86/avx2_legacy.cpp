@@ -1,12 +1,11 @@
 // AVX2 kernels for the legacy 32-element blocks: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 weights
 // dotted with Q8_0 / Q8_1 activations, and the Q8_0 / Q8_1 activation quantizers.
 // Dots: one block is one 32-byte vector; integer products within the block
-// (maddubs + madd, exact) land in eight int32 lanes. Q4_0, Q4_1 and Q8_0 (the x8 types)
-// then add their block terms as the x8 products do (x8_steps.h: eight blocks' sums and
+// (maddubs + madd, exact) land in eight int32 lanes. All five are x8 types: they add
+// their block terms as the x8 products do (x8_steps.h: eight blocks' sums and
 // d_w * d_a formed as vectors, then one FMA per block in block order), so a row gives
-// gemm_x8's bits; Q5_0 / Q5_1 convert the lanes to float (exact: |lane| < 2^17) and
-// accumulate them across blocks with one FMA by d_w * d_a. Either way the float order
-// differs from ref's, so results agree with ref to float rounding, not bit for bit.
+// gemm_x8's bits. The float order differs from ref's, so results agree with ref to float
+// rounding, not bit for bit.
 // Quantizers: same arithmetic as ref step by step, so the bytes are identical.
 #include <cmath>
 
@@ -59,32 +58,22 @@ float vec_dot_q4_1(int64_t n, const void* w, const void* a) {
 float vec_dot_q5_0(int64_t n, const void* w, const void* a) {
   const auto* x = static_cast<const BlockQ5_0*>(w);
   const auto* y = static_cast<const BlockQ8_0*>(a);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kQK; ++b) {
+  return x8::dot_legacy_blocks<x8::MinTerms::kNone>(n / kQK, x, y, [x, y](int64_t b) {
     // q - 16 = nibble - 16 + 16 * bit: as a byte, nibble | 0xF0 when the bit is clear.
     const __m256i high = _mm256_andnot_si256(expand_bits_32(x[b].qh), _mm256_set1_epi8(-16));
     const __m256i q = _mm256_or_si256(unpack_nibbles_16(x[b].qs), high);
-    const __m256i lanes = dot_s8_s8(q, load_q8(y[b].qs));
-    const __m256 d = _mm256_set1_ps(f16(x[b].d) * f16(y[b].d));
-    acc = _mm256_fmadd_ps(d, lanes_to_float(lanes), acc);
-  }
-  return hsum(acc);
+    return dot_s8_s8(q, load_q8(y[b].qs));
+  });
 }
 
+// Q4_1's steps with q = nibble | bit << 4 in [0, 31].
 float vec_dot_q5_1(int64_t n, const void* w, const void* a) {
   const auto* x = static_cast<const BlockQ5_1*>(w);
   const auto* y = static_cast<const BlockQ8_1*>(a);
-  __m256 acc = _mm256_setzero_ps();
-  float min_terms = 0.0f;
-  for (int64_t b = 0; b < n / kQK; ++b) {
+  return x8::dot_legacy_blocks<x8::kAvx2Q4_1Mins>(n / kQK, x, y, [x, y](int64_t b) {
     const __m256i high = _mm256_and_si256(expand_bits_32(x[b].qh), _mm256_set1_epi8(0x10));
-    const __m256i q = _mm256_or_si256(unpack_nibbles_16(x[b].qs), high);  // [0, 31]
-    const __m256i lanes = dot_u8_s8(q, load_q8(y[b].qs));
-    const __m256 d = _mm256_set1_ps(f16(x[b].d) * f16(y[b].d));
-    acc = _mm256_fmadd_ps(d, lanes_to_float(lanes), acc);
-    min_terms += f16(x[b].m) * f16(y[b].s);
-  }
-  return hsum(acc) + min_terms;
+    return dot_u8_s8(_mm256_or_si256(unpack_nibbles_16(x[b].qs), high), load_q8(y[b].qs));
+  });
 }
 
 float vec_dot_q8_0(int64_t n, const void* w, const void* a) {

@@ -1,5 +1,6 @@
 // AVX2 instantiation of the x8 products (x8_gemm_impl.h): maddubs steps. For 4-bit
-// weights 8 steps add up in int16 (8 * 2 * 15 * 127 = 30480) before one madd widens them.
+// weights 8 steps add up in int16 (8 * 2 * 15 * 127 = 30480) before one madd widens them,
+// for 5-bit ones 4.
 #include "kernels/x86/x8.h"
 #include "kernels/x86/x8_gemm_impl.h"
 
@@ -13,6 +14,17 @@ struct MaddubsDot {
     __m256i s = _mm256_maddubs_epi16(w[0], x8::bcast4(a));
     for (int k = 1; k < 8; ++k) s = _mm256_add_epi16(s, _mm256_maddubs_epi16(w[k], x8::bcast4(a + 4 * k)));
     return _mm256_madd_epi16(s, _mm256_set1_epi16(1));
+  }
+  // The same for w <= 31 (Q5_0 / Q5_1): two int16 chains of 4 steps, <= 4 * 2 * 31 * 128.
+  static __m256i sum8_q5(const __m256i* w, const int8_t* a) {
+    __m256i s0 = _mm256_maddubs_epi16(w[0], x8::bcast4(a));
+    __m256i s1 = _mm256_maddubs_epi16(w[4], x8::bcast4(a + 16));
+    for (int k = 1; k < 4; ++k) {
+      s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(w[k], x8::bcast4(a + 4 * k)));
+      s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(w[4 + k], x8::bcast4(a + 16 + 4 * k)));
+    }
+    const __m256i ones = _mm256_set1_epi16(1);
+    return _mm256_add_epi32(_mm256_madd_epi16(s0, ones), _mm256_madd_epi16(s1, ones));
   }
   // acc + u . s per int32 lane (4 byte products), exact while 2 * u * |s| <= 32767.
   static __m256i dot4(__m256i acc, __m256i u, __m256i s) {

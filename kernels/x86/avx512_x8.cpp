@@ -22,6 +22,8 @@ struct VnniDot {
     }
     return _mm256_add_epi32(s0, s1);
   }
+  // No int16 stage: 5-bit quants take the same steps.
+  static __m256i sum8_q5(const __m256i* w, const int8_t* a) { return sum8_small(w, a); }
   static __m256i dot4(__m256i acc, __m256i u, __m256i s) {
     return _mm256_dpbusd_epi32(acc, u, s);
   }

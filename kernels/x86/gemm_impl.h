@@ -22,7 +22,8 @@
 //
 // Integer sums per block are exact (bounds at each use and in the Steps); only the float
 // accumulation order differs from ref, as in vec_dot, so results agree within its bounds.
-// Q4_0, Q4_1, Q8_0, Q4_K and Q6_K add their block terms as the table's gemm_x8 does
+// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K and Q6_K add their block terms as the table's gemm_x8
+// does
 // (x8_steps.h), so a row and token give the resident product's bits.
 //
 // A Step (one struct per ISA, all members static) provides:

@@ -14,14 +14,19 @@ void repack_q8_0(int64_t n, const void* rows, size_t row_stride, void* group);
 void repack_q6_k(int64_t n, const void* rows, size_t row_stride, void* group);
 void repack_q4_k(int64_t n, const void* rows, size_t row_stride, void* group);
 void repack_q4_1(int64_t n, const void* rows, size_t row_stride, void* group);
+void repack_q5_0(int64_t n, const void* rows, size_t row_stride, void* group);
+void repack_q5_1(int64_t n, const void* rows, size_t row_stride, void* group);
 void unpack_row_q4_0(int64_t n, const void* group, int r, void* row);
 void unpack_row_q4_1(int64_t n, const void* group, int r, void* row);
+void unpack_row_q5_0(int64_t n, const void* group, int r, void* row);
+void unpack_row_q5_1(int64_t n, const void* group, int r, void* row);
 void unpack_row_q8_0(int64_t n, const void* group, int r, void* row);
 void unpack_row_q4_k(int64_t n, const void* group, int r, void* row);
 void unpack_row_q6_k(int64_t n, const void* group, int r, void* row);
 }  // namespace x8
 
-// a: nc activation rows (Q8_0 for Q4_0 / Q8_0 weights, Q8_1 for Q4_1, Q8_K for Q4_K / Q6_K), a_stride apart;
+// a: nc activation rows (Q8_0 for Q4_0 / Q5_0 / Q8_0 weights, Q8_1 for Q4_1 / Q5_1, Q8_K for Q4_K /
+// Q6_K), a_stride apart;
 // a_sums: for Q8_0 activations, the sum of the quants of each 32-block, n / 32 per row.
 #define RUNNEL_X8_GEMM(ns)                                                                                    \
   namespace ns {                                                                                              \
@@ -34,6 +39,10 @@ void unpack_row_q6_k(int64_t n, const void* group, int r, void* row);
   void gemm_x8_q4_k(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums,    \
                     int nc, float* out, size_t out_stride);                                                   \
   void gemm_x8_q4_1(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums,    \
+                    int nc, float* out, size_t out_stride);                                                   \
+  void gemm_x8_q5_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums,    \
+                    int nc, float* out, size_t out_stride);                                                   \
+  void gemm_x8_q5_1(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums,    \
                     int nc, float* out, size_t out_stride);                                                   \
   }
 RUNNEL_X8_GEMM(avx2)

@@ -78,8 +78,12 @@ KernelTable build_avx2_table() {
   x8(G::Q6_K, x8::repack_q6_k, avx2::gemm_x8_q6_k);
   x8(G::Q4_K, x8::repack_q4_k, avx2::gemm_x8_q4_k);
   x8(G::Q4_1, x8::repack_q4_1, avx2::gemm_x8_q4_1);
+  x8(G::Q5_0, x8::repack_q5_0, avx2::gemm_x8_q5_0);
+  x8(G::Q5_1, x8::repack_q5_1, avx2::gemm_x8_q5_1);
   t.types[static_cast<uint32_t>(G::Q4_0)].unpack_x8_row = x8::unpack_row_q4_0;
   t.types[static_cast<uint32_t>(G::Q4_1)].unpack_x8_row = x8::unpack_row_q4_1;
+  t.types[static_cast<uint32_t>(G::Q5_0)].unpack_x8_row = x8::unpack_row_q5_0;
+  t.types[static_cast<uint32_t>(G::Q5_1)].unpack_x8_row = x8::unpack_row_q5_1;
   t.types[static_cast<uint32_t>(G::Q8_0)].unpack_x8_row = x8::unpack_row_q8_0;
   t.types[static_cast<uint32_t>(G::Q4_K)].unpack_x8_row = x8::unpack_row_q4_k;
   t.types[static_cast<uint32_t>(G::Q6_K)].unpack_x8_row = x8::unpack_row_q6_k;
@@ -178,6 +182,8 @@ KernelTable build_avx512_table(const KernelTable& avx2_table) {
   x8(G::Q6_K, avx512::gemm_x8_q6_k);
   x8(G::Q4_K, avx512::gemm_x8_q4_k);
   x8(G::Q4_1, avx512::gemm_x8_q4_1);
+  x8(G::Q5_0, avx512::gemm_x8_q5_0);
+  x8(G::Q5_1, avx512::gemm_x8_q5_1);
   return t;
 }
 

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/kernels.h"
 #include "kernels/ref/blocks.h"
@@ -70,45 +71,87 @@ inline void unpack_nibbles(const uint8_t (&q)[4][kRows][4], __m256i* w) {
   }
 }
 
+// Q5_0 / Q5_1 groups: w[j] = elements 4j .. 4j + 3 of the 8 rows as unsigned 5-bit quants:
+// the nibbles as above, and the fifth bit of byte i of w[j] from bit j of the plane's byte
+// (BlockQ5_0x8::h) moved to bit 4 by one 16-bit shift (what crosses into the next byte
+// lands below bit 4 (left shifts) or above it (right shifts), and the AND drops it).
+template <int j>
+inline __m256i fifth_bits(__m256i h) {
+  __m256i at4 = h;
+  if constexpr (j < 4) at4 = _mm256_slli_epi16(h, 4 - j);
+  if constexpr (j > 4) at4 = _mm256_srli_epi16(h, j - 4);
+  return _mm256_and_si256(at4, _mm256_set1_epi8(0x10));
+}
+inline void unpack_q5(const uint8_t (&q)[4][kRows][4], const uint8_t (&h)[kRows][4], __m256i* w) {
+  unpack_nibbles(q, w);
+  const __m256i plane = load_256(h);
+  w[0] = _mm256_or_si256(w[0], fifth_bits<0>(plane));
+  w[1] = _mm256_or_si256(w[1], fifth_bits<1>(plane));
+  w[2] = _mm256_or_si256(w[2], fifth_bits<2>(plane));
+  w[3] = _mm256_or_si256(w[3], fifth_bits<3>(plane));
+  w[4] = _mm256_or_si256(w[4], fifth_bits<4>(plane));
+  w[5] = _mm256_or_si256(w[5], fifth_bits<5>(plane));
+  w[6] = _mm256_or_si256(w[6], fifth_bits<6>(plane));
+  w[7] = _mm256_or_si256(w[7], fifth_bits<7>(plane));
+}
+
 template <typename Block>
 const Block* token_blocks(const void* a, size_t a_stride, int c) {
   return reinterpret_cast<const Block*>(static_cast<const uint8_t*>(a) + static_cast<size_t>(c) * a_stride);
 }
 
-// Q4_0 x Q8_0: the nibbles are q + 8.
-template <class Dot, int NC>
-void gemm_q4_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, float* out,
-               size_t out_stride) {
-  const auto* g = static_cast<const BlockQ4_0x8*>(group);
+// Q4_0 x Q8_0 and Q5_0 x Q8_0 (Block BlockQ4_0x8 / BlockQ5_0x8): the quants are q + 8 / q + 16.
+template <class Dot, int NC, typename Block>
+void gemm_zero_point(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums,
+                     float* out, size_t out_stride) {
+  constexpr bool kQ5 = std::is_same_v<Block, BlockQ5_0x8>;
+  const auto* g = static_cast<const Block*>(group);
   const int64_t nb = n / kQK;
   __m256 acc[NC];
   for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     prefetch_ahead(g, b);
     __m256i w[8];
-    unpack_nibbles(g[b].q, w);
+    if constexpr (kQ5) {
+      unpack_q5(g[b].q, g[b].h, w);
+    } else {
+      unpack_nibbles(g[b].q, w);
+    }
     const __m256 dw = f16x8(g[b].d);
     for (int c = 0; c < NC; ++c) {
       const ref::BlockQ8_0& ab = token_blocks<ref::BlockQ8_0>(a, a_stride, c)[b];
-      // dot(q - 8, a) = dot(q, a) - 8 * sum(a); nibbles <= 15, |a| <= 127
-      const __m256i lanes = _mm256_sub_epi32(Dot::sum8_small(w, ab.qs),
-                                             _mm256_set1_epi32(8 * a_sums[static_cast<int64_t>(c) * nb + b]));
+      // dot(q - 8, a) = dot(q, a) - 8 * sum(a) (16 for Q5_0); q <= 15 (31), |a| <= 127
+      const __m256i dot = kQ5 ? Dot::sum8_q5(w, ab.qs) : Dot::sum8_small(w, ab.qs);
+      const __m256i lanes = _mm256_sub_epi32(
+          dot, _mm256_set1_epi32((kQ5 ? 16 : 8) * a_sums[static_cast<int64_t>(c) * nb + b]));
       acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(f16_to_f32(ab.d))), _mm256_cvtepi32_ps(lanes), acc[c]);
     }
   }
   for (int c = 0; c < NC; ++c) _mm256_storeu_ps(out + static_cast<size_t>(c) * out_stride, acc[c]);
 }
+template <class Dot, int NC>
+void gemm_q4_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, float* out,
+               size_t out_stride) {
+  gemm_zero_point<Dot, NC, BlockQ4_0x8>(n, group, a, a_stride, a_sums, out, out_stride);
+}
+template <class Dot, int NC>
+void gemm_q5_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums, float* out,
+               size_t out_stride) {
+  gemm_zero_point<Dot, NC, BlockQ5_0x8>(n, group, a, a_stride, a_sums, out, out_stride);
+}
 
-// Q4_1 x Q8_1: dot(d q + m, a) = d da dot(q, a) + m (da sum(a)), the Q8_1 block's s. The
+// Q4_1 x Q8_1 and Q5_1 x Q8_1 (Block BlockQ4_1x8 / BlockQ5_1x8): dot(d q + m, a) =
+// d da dot(q, a) + m (da sum(a)), the Q8_1 block's s. The
 // min terms m s follow each block's d term in the one sum, or (Dot::kQ4_1Mins, see
 // x8_steps.h) go to a sum of their own, added at the end: that sum's chain of FMAs runs
 // beside the d terms', and the per-token dot repeating these steps runs on one FMA per
 // block instead of two.
-template <class Dot, int NC>
-void gemm_q4_1(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/,
-               float* out, size_t out_stride) {
+template <class Dot, int NC, typename Block>
+void gemm_with_mins(int64_t n, const void* group, const void* a, size_t a_stride, float* out,
+                    size_t out_stride) {
+  constexpr bool kQ5 = std::is_same_v<Block, BlockQ5_1x8>;
   constexpr bool kOwnSum = Dot::kQ4_1Mins == MinTerms::kOwnSum;
-  const auto* g = static_cast<const BlockQ4_1x8*>(group);
+  const auto* g = static_cast<const Block*>(group);
   const int64_t nb = n / kQK;
   __m256 acc[NC];
   for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
@@ -119,12 +162,17 @@ void gemm_q4_1(int64_t n, const void* group, const void* a, size_t a_stride, con
   for (int64_t b = 0; b < nb; ++b) {
     prefetch_ahead(g, b);
     __m256i w[8];
-    unpack_nibbles(g[b].q, w);
+    if constexpr (kQ5) {
+      unpack_q5(g[b].q, g[b].h, w);
+    } else {
+      unpack_nibbles(g[b].q, w);
+    }
     const __m256 dw = f16x8(g[b].d);
     const __m256 mw = f16x8(g[b].m);
     for (int c = 0; c < NC; ++c) {
       const ref::BlockQ8_1& ab = token_blocks<ref::BlockQ8_1>(a, a_stride, c)[b];
-      const __m256i lanes = Dot::sum8_small(w, ab.qs);  // nibbles <= 15, |a| <= 128
+      // q <= 15 (31), |a| <= 128
+      const __m256i lanes = kQ5 ? Dot::sum8_q5(w, ab.qs) : Dot::sum8_small(w, ab.qs);
       acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(f16_to_f32(ab.d))), _mm256_cvtepi32_ps(lanes), acc[c]);
       if constexpr (kOwnSum) {
         acc_m[c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(f16_to_f32(ab.s)), acc_m[c]);
@@ -137,6 +185,16 @@ void gemm_q4_1(int64_t n, const void* group, const void* a, size_t a_stride, con
     for (int c = 0; c < NC; ++c) acc[c] = _mm256_add_ps(acc[c], acc_m[c]);
   }
   for (int c = 0; c < NC; ++c) _mm256_storeu_ps(out + static_cast<size_t>(c) * out_stride, acc[c]);
+}
+template <class Dot, int NC>
+void gemm_q4_1(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/,
+               float* out, size_t out_stride) {
+  gemm_with_mins<Dot, NC, BlockQ4_1x8>(n, group, a, a_stride, out, out_stride);
+}
+template <class Dot, int NC>
+void gemm_q5_1(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/,
+               float* out, size_t out_stride) {
+  gemm_with_mins<Dot, NC, BlockQ5_1x8>(n, group, a, a_stride, out, out_stride);
 }
 
 // Q8_0 x Q8_0: signed weights; |w| against a with w's sign (a is never -128).
@@ -192,6 +250,8 @@ using ByTokensFn = void (*)(int64_t, const void*, const void*, size_t, const int
 #define RUNNEL_X8_DEFINE_PRODUCTS(Dot)  \
   RUNNEL_X8_DEFINE_PRODUCT(q4_0, Dot)   \
   RUNNEL_X8_DEFINE_PRODUCT(q4_1, Dot)   \
+  RUNNEL_X8_DEFINE_PRODUCT(q5_0, Dot)   \
+  RUNNEL_X8_DEFINE_PRODUCT(q5_1, Dot)   \
   RUNNEL_X8_DEFINE_PRODUCT(q8_0, Dot)   \
   RUNNEL_X8_DEFINE_PRODUCT(q4_k, Dot)   \
   RUNNEL_X8_DEFINE_PRODUCT(q6_k, Dot)

@@ -30,6 +30,27 @@ struct BlockQ4_1x8 {
 };
 static_assert(sizeof(BlockQ4_1x8) == 8 * 20);
 
+// Q5_0: Q4_0's arrangement plus the 8 rows' fifth bits as a bit plane, so that one shift
+// and one AND per vector put them in place: with w[j] the vector of elements 4j .. 4j + 3
+// of the 8 rows (the low nibbles of q[j] for j < 4, the high nibbles of q[j - 4] for
+// j >= 4; byte i of lane r is element 4j + i of row r), bit j of h[r][i] is the fifth bit
+// of that element, i.e. bit 4j + i of row r's qh.
+struct BlockQ5_0x8 {
+  uint16_t d[kRows];
+  uint8_t h[kRows][4];
+  uint8_t q[4][kRows][4];
+};
+static_assert(sizeof(BlockQ5_0x8) == 8 * 22);
+
+// Q5_1: Q5_0's arrangement with the 8 rows' mins after their scales.
+struct BlockQ5_1x8 {
+  uint16_t d[kRows];
+  uint16_t m[kRows];
+  uint8_t h[kRows][4];
+  uint8_t q[4][kRows][4];
+};
+static_assert(sizeof(BlockQ5_1x8) == 8 * 24);
+
 // Q8_0: q[k][r] = elements 4k .. 4k + 3 of row r.
 struct BlockQ8_0x8 {
   uint16_t d[kRows];

@@ -29,6 +29,25 @@ void set_q6_value(ref::BlockQ6_K& blk, int h, int i, int l, uint8_t v) {
   blk.qh[32 * h + l] |= static_cast<uint8_t>((v >> 4) << (2 * i));
 }
 
+// The fifth bits of a Q5 block (its qh, element e in bit e) as the bit plane of
+// BlockQ5_0x8 / BlockQ5_1x8: bit j of h[i] is element 4j + i's. fifth_bits_to_qh undoes it.
+void qh_to_fifth_bits(const uint8_t* qh, uint8_t* h) {
+  uint32_t bits;
+  std::memcpy(&bits, qh, sizeof bits);
+  for (int i = 0; i < 4; ++i) {
+    h[i] = 0;
+    for (int j = 0; j < 8; ++j) h[i] = static_cast<uint8_t>(h[i] | ((bits >> (4 * j + i)) & 1) << j);
+  }
+}
+
+void fifth_bits_to_qh(const uint8_t* h, uint8_t* qh) {
+  uint32_t bits = 0;
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 8; ++j) bits |= static_cast<uint32_t>((h[i] >> j) & 1) << (4 * j + i);
+  }
+  std::memcpy(qh, &bits, sizeof bits);
+}
+
 }  // namespace
 
 void repack_q4_0(int64_t n, const void* rows, size_t row_stride, void* group) {
@@ -49,6 +68,31 @@ void repack_q4_1(int64_t n, const void* rows, size_t row_stride, void* group) {
       const auto& blk = row_block<ref::BlockQ4_1>(rows, row_stride, r, b);
       g[b].d[r] = blk.d;
       g[b].m[r] = blk.m;
+      for (int j = 0; j < 4; ++j) std::memcpy(g[b].q[j][r], blk.qs + 4 * j, 4);
+    }
+  }
+}
+
+void repack_q5_0(int64_t n, const void* rows, size_t row_stride, void* group) {
+  auto* g = static_cast<BlockQ5_0x8*>(group);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    for (int r = 0; r < kRows; ++r) {
+      const auto& blk = row_block<ref::BlockQ5_0>(rows, row_stride, r, b);
+      g[b].d[r] = blk.d;
+      qh_to_fifth_bits(blk.qh, g[b].h[r]);
+      for (int j = 0; j < 4; ++j) std::memcpy(g[b].q[j][r], blk.qs + 4 * j, 4);
+    }
+  }
+}
+
+void repack_q5_1(int64_t n, const void* rows, size_t row_stride, void* group) {
+  auto* g = static_cast<BlockQ5_1x8*>(group);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    for (int r = 0; r < kRows; ++r) {
+      const auto& blk = row_block<ref::BlockQ5_1>(rows, row_stride, r, b);
+      g[b].d[r] = blk.d;
+      g[b].m[r] = blk.m;
+      qh_to_fifth_bits(blk.qh, g[b].h[r]);
       for (int j = 0; j < 4; ++j) std::memcpy(g[b].q[j][r], blk.qs + 4 * j, 4);
     }
   }
@@ -120,6 +164,27 @@ void unpack_row_q4_1(int64_t n, const void* group, int r, void* row) {
   for (int64_t b = 0; b < n / kQK; ++b) {
     out[b].d = g[b].d[r];
     out[b].m = g[b].m[r];
+    for (int j = 0; j < 4; ++j) std::memcpy(out[b].qs + 4 * j, g[b].q[j][r], 4);
+  }
+}
+
+void unpack_row_q5_0(int64_t n, const void* group, int r, void* row) {
+  const auto* g = static_cast<const BlockQ5_0x8*>(group);
+  auto* out = static_cast<ref::BlockQ5_0*>(row);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    out[b].d = g[b].d[r];
+    fifth_bits_to_qh(g[b].h[r], out[b].qh);
+    for (int j = 0; j < 4; ++j) std::memcpy(out[b].qs + 4 * j, g[b].q[j][r], 4);
+  }
+}
+
+void unpack_row_q5_1(int64_t n, const void* group, int r, void* row) {
+  const auto* g = static_cast<const BlockQ5_1x8*>(group);
+  auto* out = static_cast<ref::BlockQ5_1*>(row);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    out[b].d = g[b].d[r];
+    out[b].m = g[b].m[r];
+    fifth_bits_to_qh(g[b].h[r], out[b].qh);
     for (int j = 0; j < 4; ++j) std::memcpy(out[b].qs + 4 * j, g[b].q[j][r], 4);
   }
 }

@@ -1,11 +1,11 @@
 // The float steps of the x8 products (x8_gemm_impl.h, avx2_x8.cpp, avx512_x8.cpp), which
-// the per-token dots (vec_dot) and prompt tiles (gemm) of the five x8 types repeat: a
+// the per-token dots (vec_dot) and prompt tiles (gemm) of the seven x8 types repeat: a
 // resident model's rows are repacked and multiplied by gemm_x8, a streamed model's stay
 // in the file's layout, and only the same products rounded and added in the same order
 // give a streamed run the resident run's tokens. Per row and token, with I_b the exact
 // integer sum of block b (offsets included) and every sum starting at +0:
-//   Q4_0, Q8_0, Q6_K: acc = fma(d_w * d_a, float(I_b), acc), block after block;
-//   Q4_1: acc = fma(d_w * d_a, float(I_b), acc), then the min term m_w * s_a: on AVX2
+//   Q4_0, Q5_0, Q8_0, Q6_K: acc = fma(d_w * d_a, float(I_b), acc), block after block;
+//   Q4_1, Q5_1: acc = fma(d_w * d_a, float(I_b), acc), then the min term m_w * s_a: on AVX2
 //   acc = fma(m_w, s_a, acc) right after it, on AVX-512 acc_m = fma(m_w, s_a, acc_m) in a
 //   sum of its own, and acc + acc_m at the end (MinTerms below);
 //   Q4_K: acc = fma(d * d_a, float(I_b), acc) and acc_m = fma(dmin * d_a, float(-M_b),
@@ -131,7 +131,8 @@ inline int32_t sum_epi32(__m256i v) {
   return _mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_shuffle_epi32(s2, 1)));
 }
 
-// sum_b of the legacy blocks' terms (Q4_0, Q8_0: kMins kNone; Q4_1: the table's MinTerms)
+// sum_b of the legacy blocks' terms (Q4_0, Q5_0, Q8_0: kMins kNone; Q4_1, Q5_1: the table's
+// MinTerms)
 // in block order, as gemm_x8 adds them. lanes(b) gives block b's integer dot in eight
 // int32 lanes; eight blocks at a time their sums and scale products are formed as vectors.
 template <MinTerms kMins, typename WBlock, typename ABlock, typename Lanes>

@@ -210,7 +210,7 @@ TEST_CASE("The SIMD128 table is the ref table with the SIMD128 entries swapped i
     CHECK((x.repack_x8 != nullptr) == (x.unpack_x8_row != nullptr));
     x8_types += x.repack_x8 != nullptr;
   }
-  CHECK(x8_types == 5);  // Q4_0, Q4_1, Q8_0, Q4_K, Q6_K
+  CHECK(x8_types == 7);  // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K
   CHECK(t->of(GgmlType::Q8_0).block_sums != nullptr);
   for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8_K}) {
     CHECK(t->of(type).quantize_row != ref_kernels().of(type).quantize_row);

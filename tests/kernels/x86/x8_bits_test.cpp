@@ -1,5 +1,5 @@
 // The x86 per-token dots (vec_dot) and prompt tiles (gemm over gemm_pack's groups) of the
-// five x8 types against the x8 products (gemm_x8 over repack_x8's groups) of the same
+// seven x8 types against the x8 products (gemm_x8 over repack_x8's groups) of the same
 // table, bit for bit per row and token. A resident model multiplies repacked groups; a
 // streamed one keeps the file's layout and uses gemm for prompts and vec_dot otherwise
 // (kernels/x86/x8_steps.h), so equal bits give a streamed run the resident run's tokens.
