@@ -20,7 +20,9 @@
 #   wasm     Emscripten build of unit_tests in build-wasm, run under node by ctest; then
 #            the runnel-llm module (npm run build in wasm/: build-wasm-module{,-mt})
 #            and its Node tests (node --test tests/wasm/, needs build-release/runnel), with
-#            relaxed SIMD on (--experimental-wasm-relaxed-simd) and again without it
+#            relaxed SIMD on (--experimental-wasm-relaxed-simd) and again without it;
+#            arch.test.mjs compares its logits at every prompt position with native
+#            runnel's on a tiny model of every architecture and on Gemma 3 270M
 #   web      node --test tests/web/: the demo page and runnel-llm in headless Chromium
 #            (download + OPFS reuse, resume, streamed layers, threads with COOP/COEP, the
 #            npm tarball in a Vite app); needs the wasm stage's build. Screenshots go to

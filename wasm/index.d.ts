@@ -30,6 +30,9 @@ export interface LoadOptions {
   kvType?: 'f16' | 'q8_0' | 'q4_0';
   /** Tokens per forward pass while reading a prompt (default 64). */
   batchSize?: number;
+  /** Keep the logits of every position of a batch, for `session.evalLogits` (costs
+   * batchSize x nVocab floats per session). Default false. */
+  allLogits?: boolean;
   onProgress?: (p: LoadProgress) => void;
   /** Expected sha256 (hex) of a URL's file, checked while downloading. */
   sha256?: string;
@@ -101,7 +104,18 @@ export interface GenerateParams {
    * { [tokenId]: bias } (or a Map / [id, bias] pairs), bias in [-100, 100]; -100 bans
    * the token. Ids outside the vocabulary are refused. */
   logitBias?: Record<number, number> | Map<number, number> | Array<[number, number]>;
+  /** chat() only: variables for the chat template, as the server's
+   * chat_template_kwargs; e.g. `{ enable_thinking: false }` asks Qwen3 not to think
+   * (its template opens the reply with an empty think block). Keys runnel does not know
+   * are refused. */
+  chatTemplateKwargs?: ChatTemplateKwargs;
   signal?: AbortSignal;
+}
+
+/** Chat template variables runnel knows (the server's chat_template_kwargs). */
+export interface ChatTemplateKwargs {
+  /** Qwen3 and other reasoning templates: false asks the model not to reason. */
+  enable_thinking?: boolean;
 }
 
 export interface EmbedOptions {
@@ -138,6 +152,12 @@ export declare class Session {
   generate(prompt: string | number[], params?: GenerateParams): AsyncGenerator<string, void, undefined>;
   /** Streams the reply to `messages` through the model's chat template. */
   chat(messages: ChatMessage[], params?: GenerateParams): AsyncGenerator<string, void, undefined>;
+  /** The logits at every position of a prompt (text, BOS as the model wants and
+   * special-token text parsed, or token ids): one Float32Array of info.nVocab floats per
+   * prompt token, row i predicting the token after token i, as `runnel run --all-logits`
+   * gives them. The prompt is the whole context (this session's cache is cleared first).
+   * Needs a model loaded with `allLogits: true`. */
+  evalLogits(prompt: string | number[]): Promise<Float32Array[]>;
   dispose(): Promise<void>;
 }
 
@@ -145,7 +165,8 @@ export declare class Model {
   readonly info: ModelInfo;
   tokenize(text: string, options?: { addSpecial?: boolean; parseSpecial?: boolean }): Promise<number[]>;
   detokenize(ids: number[], options?: { special?: boolean }): Promise<string>;
-  applyChatTemplate(messages: ChatMessage[]): Promise<string>;
+  /** The prompt `chat(messages, { chatTemplateKwargs })` evaluates. */
+  applyChatTemplate(messages: ChatMessage[], options?: { chatTemplateKwargs?: ChatTemplateKwargs }): Promise<string>;
   /** Sentence embeddings, as `runnel serve`'s POST /v1/embeddings: each text (BOS as
    * the model wants, special-token text not parsed, at most contextSize tokens, not
    * empty) becomes its final hidden states mean-pooled and L2-normalized, info.nEmbd

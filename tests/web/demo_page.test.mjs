@@ -210,6 +210,46 @@ describe('demo page in Chromium', () => {
     }
   });
 
+  // Gemma 3 270M (gemma3, K-quants, a 262k vocabulary) from a local file. Its GGUF
+  // carries no chat template: runnel renders Gemma's built-in one. This file is the base
+  // (not instruction-tuned) model, so its greedy reply repeats the question
+  // (llama.cpp's greedy reply to the same rendered prompt starts the same way); the
+  // page must show exactly what the same engine answers in Node.
+  const gemmaPath = path.join(root, 'models/gemma-3-270m-q4_k_m.gguf');
+  test('Gemma 3 270M from a local file chats through its built-in template', {
+    skip: !fs.existsSync(gemmaPath) && `no ${gemmaPath} (scripts/setup.sh --tests or scripts/fetch_models.sh gemma3)`,
+  }, async () => {
+    const messages = [{ role: 'user', content: kQuestion }];
+    const node = await loadModel({ path: gemmaPath }, { contextSize: 1024 });
+    let want = '';
+    try {
+      assert.equal(node.info.architecture, 'gemma3');
+      assert.equal(node.info.chatTemplate, true);
+      assert.ok((await node.applyChatTemplate(messages)).endsWith(
+        `<start_of_turn>user\n${kQuestion}<end_of_turn>\n<start_of_turn>model\n`));
+      for await (const p of node.createSession().chat(messages, { temperature: 0, maxTokens: 24 })) want += p;
+    } finally {
+      await node.dispose();
+    }
+    assert.ok(want.trim().length > 0);
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      server.log.length = 0;
+      await page.goto(`${server.url}/?temperature=0&maxTokens=24&context=1024`);
+      await page.check('input[name="source"][value="file"]');
+      await page.setInputFiles('#model-file', gemmaPath);
+      await page.click('#load');
+      await waitState(page, 'ready');
+      assert.deepEqual(server.log.filter((r) => r.path.startsWith('/models/')), []);
+      assert.match(await page.textContent('#model-info'), /Gemma 3 270m: 18 layers.*simd128-relaxed/);
+      assert.equal(await chat(page), want);
+      await page.screenshot({ path: path.join(artifacts, 'demo-gemma.png'), fullPage: true });
+    } finally {
+      await context.close();
+    }
+  });
+
   test('a memoryBudget below the model size streams layers and gives the same reply', async () => {
     const context = await browser.newContext();
     try {

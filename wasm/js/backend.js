@@ -80,8 +80,11 @@ export class LocalBackend {
   async embed(model, texts) {
     return this.engine.embed(model, texts);
   }
-  async applyChatTemplate(model, messages) {
-    return this.engine.applyChatTemplate(model, messages);
+  async applyChatTemplate(model, messages, options) {
+    return this.engine.applyChatTemplate(model, messages, options);
+  }
+  async evalLogits(session, request) {
+    return this.engine.evalLogits(session, request);
   }
   async newSession(model, contextSize) {
     return this.engine.newSession(model, contextSize);

@@ -138,6 +138,7 @@ export class Engine {
       threads: this.build.threads,
       kvType: options.kvType ?? 'f16',
       batchSize: options.batchSize ?? 64,
+      allLogits: options.allLogits === true,
     };
     this.onLoadProgress = onProgress
       ? (done, total) => onProgress({ phase: 'load', loaded: done, total })
@@ -190,8 +191,8 @@ export class Engine {
     return this.call('embed', [model, JSON.stringify(texts)], { json: true }).embeddings.map((e) => Float32Array.from(e));
   }
 
-  applyChatTemplate(model, messages) {
-    return this.call('apply_chat', [model, JSON.stringify(messages)], { json: true });
+  applyChatTemplate(model, messages, { chatTemplateKwargs } = {}) {
+    return this.call('apply_chat', [model, JSON.stringify({ messages, chatTemplateKwargs })], { json: true });
   }
 
   newSession(model, contextSize = 0) {
@@ -200,6 +201,16 @@ export class Engine {
 
   freeSession(session) {
     this.m._rn_session_free(session);
+  }
+
+  // request: { text | tokens | messages } -> one Float32Array [nVocab] per prompt token
+  // (rn_eval_logits: the prompt as the whole context; row i predicts token i + 1).
+  evalLogits(session, request) {
+    const r = this.call('eval_logits', [session, JSON.stringify(request)], { json: true });
+    // A view of wasm memory (pointers above 2 GB arrive as numbers >= 2^31): copy the
+    // rows out before the next call replaces them.
+    const all = new Float32Array(this.m.HEAPU8.buffer, r.offset, r.nTokens * r.nVocab);
+    return Array.from({ length: r.nTokens }, (_, i) => all.slice(i * r.nVocab, (i + 1) * r.nVocab));
   }
 
   // Streams the pieces of one generation. request: { text | tokens | messages, params }.

@@ -111,7 +111,7 @@ class WorkerBackend {
   }
 }
 for (const op of ['info', 'tokenize', 'detokenize', 'embed', 'applyChatTemplate', 'newSession', 'freeSession',
-  'freeModel']) {
+  'freeModel', 'evalLogits']) {
   WorkerBackend.prototype[op] = function (...args) {
     return this.send(op, args);
   };
@@ -124,7 +124,17 @@ for (const op of ['info', 'tokenize', 'detokenize', 'embed', 'applyChatTemplate'
 // the field.
 const kNumberParams = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'typicalP', 'repeatPenalty',
   'frequencyPenalty', 'presencePenalty', 'penaltyLastN', 'seed'];
-const kKnownParams = new Set([...kNumberParams, 'stop', 'logitBias', 'signal']);
+const kKnownParams = new Set([...kNumberParams, 'stop', 'logitBias', 'chatTemplateKwargs', 'signal']);
+
+// chatTemplateKwargs: the server's chat_template_kwargs (template variables such as
+// Qwen3's enable_thinking); the engine refuses keys it does not know, by name.
+function checkTemplateKwargs(kwargs) {
+  if (kwargs === undefined) return undefined;
+  if (kwargs === null || typeof kwargs !== 'object' || Array.isArray(kwargs)) {
+    throw new TypeError('chatTemplateKwargs must be an object, e.g. { enable_thinking: false }');
+  }
+  return kwargs;
+}
 
 function checkParams(params) {
   if (params !== undefined && params !== null && typeof params !== 'object') {
@@ -146,8 +156,8 @@ function checkParams(params) {
     throw new TypeError('stop must be a string or an array of strings');
   }
   if (p.logitBias !== undefined) p.logitBias = checkLogitBias(p.logitBias);
-  const { signal, ...rest } = p;
-  return { params: rest, signal };
+  const { signal, chatTemplateKwargs, ...rest } = p;
+  return { params: rest, signal, chatTemplateKwargs: checkTemplateKwargs(chatTemplateKwargs) };
 }
 
 // logitBias: { [tokenId]: bias } (OpenAI's logit_bias) or a Map / [[id, bias], ...];
@@ -190,8 +200,28 @@ export class Session {
     return this.run({ messages }, params);
   }
 
+  // The logits at every position of `prompt` (text, or an array of token ids), one
+  // Float32Array [nVocab] per prompt token (row i predicts the token after token i), as
+  // `runnel run --all-logits` gives them: the prompt is evaluated as the whole context
+  // from an empty cache. Needs a model loaded with { allLogits: true }.
+  async evalLogits(prompt) {
+    if (this.handle === null) throw new Error('this session was disposed');
+    if (this.busy) throw new Error('this session is generating; one request at a time');
+    const request = Array.isArray(prompt) ? { tokens: prompt } : { text: String(prompt) };
+    this.busy = true;
+    try {
+      return await this.model.backend.evalLogits(this.handle, request);
+    } finally {
+      this.busy = false;
+    }
+  }
+
   async *run(request, rawParams) {
-    const { params, signal } = checkParams(rawParams);
+    const { params, signal, chatTemplateKwargs } = checkParams(rawParams);
+    if (chatTemplateKwargs !== undefined) {
+      if (!request.messages) throw new TypeError('chatTemplateKwargs: only for chat(messages)');
+      request = { ...request, chatTemplateKwargs };
+    }
     if (this.handle === null) throw new Error('this session was disposed');
     if (this.busy) throw new Error('this session is already generating; one generation at a time');
     this.busy = true;
@@ -231,8 +261,10 @@ export class Model {
     return this.backend.detokenize(this.handle, ids, { special });
   }
 
-  applyChatTemplate(messages) {
-    return this.backend.applyChatTemplate(this.handle, messages);
+  // The prompt chat(messages, { chatTemplateKwargs }) would evaluate.
+  applyChatTemplate(messages, { chatTemplateKwargs } = {}) {
+    return this.backend.applyChatTemplate(this.handle, messages,
+      { chatTemplateKwargs: checkTemplateKwargs(chatTemplateKwargs) });
   }
 
   // Sentence embeddings, as `runnel serve`'s /v1/embeddings: each text's final hidden
@@ -280,6 +312,11 @@ export class Model {
       if (session.handle === null && !session.disposed) session.handle = await ready;
       yield* run(request, params);
     };
+    const evalLogits = session.evalLogits.bind(session);
+    session.evalLogits = async (prompt) => {
+      if (session.handle === null && !session.disposed) session.handle = await ready;
+      return evalLogits(prompt);
+    };
     const dispose = session.dispose.bind(session);
     session.dispose = async () => {
       session.disposed = true;
@@ -299,8 +336,8 @@ export class Model {
 }
 
 // Loads a GGUF model. source: { url } | { blob } | { bytes } | { path } (Node).
-// options: { threads, memoryBudget, contextSize, kvType, onProgress, sha256, cache,
-//            distUrl, workerUrl, isa }.
+// options: { threads, memoryBudget, contextSize, kvType, batchSize, allLogits, onProgress,
+//            sha256, cache, distUrl, workerUrl, isa }.
 export async function loadModel(source, options = {}) {
   if (source === null || typeof source !== 'object') {
     throw new TypeError('loadModel(source): source must be { url }, { blob }, { bytes } or { path }');
@@ -308,6 +345,9 @@ export async function loadModel(source, options = {}) {
   const threads = options.threads ?? 1;
   if (!Number.isInteger(threads) || threads < 1 || threads > 64) {
     throw new RangeError(`threads must be an integer in [1, 64], got ${threads}`);
+  }
+  if (options.allLogits !== undefined && typeof options.allLogits !== 'boolean') {
+    throw new TypeError(`allLogits must be a boolean, got ${options.allLogits}`);
   }
   if (options.memoryBudget !== undefined && !(options.memoryBudget >= 0)) {
     throw new RangeError(`memoryBudget must be a number of bytes >= 0, got ${options.memoryBudget}`);

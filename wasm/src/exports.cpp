@@ -67,6 +67,7 @@ std::map<int, std::unique_ptr<SessionSlot>> g_sessions;
 int g_next_handle = 1;
 std::string g_error;
 std::string g_answer;  // the last string handed to JS (read before the next call)
+std::vector<float> g_logits;  // rn_eval_logits' last answer (copied out by JS)
 
 const char* answer(std::string s) {
   g_answer = std::move(s);
@@ -210,11 +211,38 @@ std::vector<ChatMessage> parse_messages(const json& j) {
   return out;
 }
 
+// chatTemplateKwargs: the template variables runnel knows (enable_thinking), as
+// `runnel serve`'s chat_template_kwargs; any other key is refused by name rather than
+// dropped (it would change the prompt the caller asked for).
+ChatOptions chat_options(const json& r) {
+  const auto it = r.find("chatTemplateKwargs");
+  if (it == r.end() || it->is_null()) return {};
+  if (!it->is_object()) throw std::invalid_argument("chatTemplateKwargs must be an object, got " + it->dump());
+  ChatOptions options;
+  for (const auto& [key, value] : it->items()) {
+    if (key != "enable_thinking") {
+      throw std::invalid_argument("chatTemplateKwargs." + key + " is not supported (supported: enable_thinking)");
+    }
+    if (!value.is_boolean()) {
+      throw std::invalid_argument("chatTemplateKwargs.enable_thinking must be a boolean, got " + value.dump());
+    }
+    options.enable_thinking = value.get<bool>();
+  }
+  return options;
+}
+
 // The prompt of a generate request: {"tokens": [...]}, {"text": ..., "parseSpecial"}
-// or {"messages": [...]} (rendered with the chat template).
+// or {"messages": [...], "chatTemplateKwargs"} (rendered with the chat template).
 PromptInput prompt_input(const json& r) {
+  if (r.contains("chatTemplateKwargs") && !r.contains("messages")) {
+    throw std::invalid_argument("chatTemplateKwargs: only with chat messages");
+  }
   if (r.contains("tokens")) return PromptInput::from_tokens(r["tokens"].get<std::vector<TokenId>>());
-  if (r.contains("messages")) return PromptInput::from_messages(parse_messages(r["messages"]));
+  if (r.contains("messages")) {
+    PromptInput input = PromptInput::from_messages(parse_messages(r["messages"]));
+    input.chat_options = chat_options(r);
+    return input;
+  }
   if (r.contains("text") && r["text"].is_string()) {
     return PromptInput::from_text(r["text"].get<std::string>(), r.value("parseSpecial", true));
   }
@@ -268,7 +296,7 @@ EMSCRIPTEN_KEEPALIVE int rn_select_isa(const char* isa) {
 }
 
 // {"files": [{"source", "size", "name"}], "contextSize", "memoryBudget", "threads",
-//  "kvType", "batchSize", "keep"} -> model handle, or 0.
+//  "kvType", "batchSize", "keep", "allLogits"} -> model handle, or 0.
 EMSCRIPTEN_KEEPALIVE int rn_model_load(const char* request_json) {
   return guarded(0, [&] {
     const json r = json::parse(request_json);
@@ -284,6 +312,7 @@ EMSCRIPTEN_KEEPALIVE int rn_model_load(const char* request_json) {
     eo.n_ctx = field<int>(r, "contextSize", 0);
     eo.n_batch = field<int>(r, "batchSize", 64);
     eo.n_keep = field<int>(r, "keep", -1);
+    eo.all_logits = r.value("allLogits", false);
     if (eo.n_ctx < 0) throw std::invalid_argument("contextSize must be >= 0, got " + std::to_string(eo.n_ctx));
     if (eo.n_batch < 1) throw std::invalid_argument("batchSize must be >= 1, got " + std::to_string(eo.n_batch));
     eo.kv_type = parse_kv_type(r.value("kvType", std::string("f16")));
@@ -303,6 +332,7 @@ EMSCRIPTEN_KEEPALIVE int rn_model_load(const char* request_json) {
     po.n_ctx = eo.n_ctx > 0 ? eo.n_ctx : config.default_n_ctx();
     po.n_batch = eo.n_batch;
     po.kv_type = eo.kv_type;
+    po.all_logits = eo.all_logits;
     po.n_tasks = model->n_threads == 1 ? 1 : model->n_threads * kTasksPerThread;
     model->plan = plan_memory(store->model(), config, po);
     // wasm32 addresses 4 GiB; keep room for the JS side and the allocator.
@@ -371,10 +401,12 @@ EMSCRIPTEN_KEEPALIVE const char* rn_detokenize(int model, const char* ids_json, 
   });
 }
 
-EMSCRIPTEN_KEEPALIVE const char* rn_apply_chat(int model, const char* messages_json) {
+// {"messages": [...], "chatTemplateKwargs"} -> the rendered prompt (a JSON string).
+EMSCRIPTEN_KEEPALIVE const char* rn_apply_chat(int model, const char* request_json) {
   return guarded<const char*>(nullptr, [&] {
     const LoadedModel& m = model_of(model);
-    return answer(json(m.format->render(parse_messages(json::parse(messages_json)))).dump());
+    const json r = json::parse(request_json);
+    return answer(json(m.format->render(parse_messages(r.at("messages")), chat_options(r))).dump());
   });
 }
 
@@ -423,8 +455,9 @@ EMSCRIPTEN_KEEPALIVE int rn_session_new(int model, int n_ctx) {
 
 EMSCRIPTEN_KEEPALIVE void rn_session_free(int session) { g_sessions.erase(session); }
 
-// {"text" | "tokens" | "messages", "params": {...}} -> 1, or 0. The prompt is the whole
-// context: the longest prefix already in the session's cache is reused.
+// {"text" | "tokens" | "messages" (+ "chatTemplateKwargs"), "params": {...}} -> 1, or 0.
+// The prompt is the whole context: the longest prefix already in the session's cache is
+// reused.
 EMSCRIPTEN_KEEPALIVE int rn_generate_start(int session, const char* request_json) {
   return guarded(0, [&] {
     SessionSlot& slot = session_of(session);
@@ -468,6 +501,31 @@ EMSCRIPTEN_KEEPALIVE const char* rn_generate_stop(int session) {
     out["stats"] = stats_json(*slot.run, slot, model_of(slot.model));
     slot.run.reset();
     return answer(out.dump(-1, ' ', false, json::error_handler_t::replace));
+  });
+}
+
+// {"text" | "tokens" | "messages"} -> {"nTokens", "nVocab", "offset"}, or null: the
+// prompt evaluated as the whole context (the session's history is cleared first), in
+// the prompt's own batches as `runnel run --all-logits` does; the logits at every
+// position, [nTokens, nVocab] floats (row i predicts the token after token i), start at
+// byte `offset` of wasm memory and stay there until the next call. Needs a model
+// loaded with "allLogits".
+EMSCRIPTEN_KEEPALIVE const char* rn_eval_logits(int session, const char* request_json) {
+  return guarded<const char*>(nullptr, [&] {
+    SessionSlot& slot = session_of(session);
+    LoadedModel& m = model_of(slot.model);
+    if (!m.engine->options().all_logits) {
+      throw std::invalid_argument("evalLogits needs a model loaded with allLogits: true");
+    }
+    const std::vector<TokenId> prompt = m.format->tokens(prompt_input(json::parse(request_json)));
+    slot.run.reset();
+    slot.session->reset();
+    g_logits.clear();  // free the last answer before the next one is made
+    g_logits = slot.session->eval_all(prompt);
+    return answer(json{{"nTokens", prompt.size()},
+                       {"nVocab", m.engine->config().n_vocab},
+                       {"offset", reinterpret_cast<uintptr_t>(g_logits.data())}}
+                      .dump());
   });
 }
 
