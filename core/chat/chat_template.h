@@ -20,9 +20,31 @@ namespace jinja {
 class Template;
 }
 
+// A function call an assistant message made, as OpenAI's API carries it
+// (`tool_calls[i]`: {id, type: "function", function: {name, arguments}}).
+struct ChatToolCall {
+  std::string name;
+  std::string arguments;  // JSON text of the arguments object, as OpenAI sends it
+  std::string id;         // empty: none (the template sees no `id`)
+};
+
+// `{role, content}` keeps compiling: every field after content has a default. An
+// assistant message that only calls tools has an empty content (OpenAI's `null`);
+// templates get "" for it, as llama.cpp passes it.
 struct ChatMessage {
   std::string role;
   std::string content;
+  std::vector<ChatToolCall> tool_calls = {};  // assistant
+  std::string tool_call_id = {};              // role "tool": the call this answers
+  std::string name = {};                      // role "tool": the function's name
+  std::string reasoning_content = {};         // assistant: earlier reasoning (Qwen3)
+};
+
+// A function the model may call (OpenAI's `tools[i].function`).
+struct ChatTool {
+  std::string name;
+  std::string description = {};
+  std::string parameters = {};  // JSON Schema text; empty: {} (no parameters given)
 };
 
 class ChatTemplateError : public std::runtime_error {
@@ -48,6 +70,20 @@ ChatTemplateChoice choose_chat_template(const GgufMetadata& metadata);
 struct ChatOptions {
   // Qwen3 and other reasoning templates: false asks the model not to think.
   std::optional<bool> enable_thinking;
+  // The request's tools; templates see them as OpenAI's `tools` array
+  // ([{type: "function", function: {name, description, parameters}}]), none when empty.
+  std::vector<ChatTool> tools = {};
+};
+
+// How a template wants tool calls handed to it; parse() finds out by rendering a probe
+// conversation with one call each way, as llama.cpp's template caps do.
+struct ChatTemplateCaps {
+  // Arguments as a JSON object (most templates print `arguments | tojson`), else the
+  // JSON text OpenAI sends.
+  bool object_arguments = false;
+  // A tool-calling message's empty content as None (what HF passes for OpenAI's null;
+  // DeepSeek-R1's template renders calls only then), else "".
+  bool null_tool_call_content = false;
 };
 
 class ChatTemplate {
@@ -66,6 +102,9 @@ class ChatTemplate {
   std::string apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                     const ChatOptions& options = {}) const;
 
+  // How the template reads tool calls (found by parse(); see ChatTemplateCaps).
+  const ChatTemplateCaps& caps() const { return caps_; }
+
   const std::string& source() const { return source_; }
   const std::string& bos_token() const { return bos_; }
   const std::string& eos_token() const { return eos_; }
@@ -77,10 +116,14 @@ class ChatTemplate {
 
  private:
   ChatTemplate() = default;
+  ChatTemplateCaps probe_caps() const;
+  std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                     const ChatOptions& options, ChatTemplateCaps caps) const;
 
   std::string source_, bos_, eos_, builtin_;
   std::shared_ptr<const jinja::Template> template_;
   int64_t now_ = 0;
+  ChatTemplateCaps caps_;
 };
 
 // ChatML, the built-in of llama, qwen2 and unknown architectures.

@@ -319,9 +319,9 @@ bool apply_test(const std::string& name, const Value& v, std::vector<Value>& arg
 
 Value apply_filter(const std::string& name, const Value& input, std::vector<Value>& args, KwArgs& kwargs,
                    int line, const TestFn& test) {
-  const auto need_string = [&]() -> const std::string& {
-    if (!input.is_string()) fail(line, "filter '" + name + "' needs a string, got " + std::string(input.type_name()));
-    return input.as_string();
+  // Jinja's string filters take str() of anything (soft_str): undefined|trim is "".
+  const auto need_string = [&]() -> std::string {
+    return input.is_string() ? input.as_string() : input.to_output();
   };
   if (name == "trim") return Value(strip(need_string(), arg(args, kwargs, 0, "chars"), true, true));
   if (name == "upper") return Value(map_chars(need_string(), ::toupper));
