@@ -104,12 +104,60 @@ export interface GenerateParams {
    * { [tokenId]: bias } (or a Map / [id, bias] pairs), bias in [-100, 100]; -100 bans
    * the token. Ids outside the vocabulary are refused. */
   logitBias?: Record<number, number> | Map<number, number> | Array<[number, number]>;
+  /** Constrains the output to a GBNF grammar (llama.cpp's syntax, start rule `root`),
+   * as the server's `grammar` field; e.g. `'root ::= "yes" | "no"'`. A malformed grammar
+   * rejects with its line and column. Not with jsonSchema. */
+  grammar?: string;
+  /** Constrains the output to JSON valid under this JSON schema (an object, or its JSON
+   * text), as the server's `json_schema`; `{}` allows any JSON value. Not with grammar. */
+  jsonSchema?: object | boolean | string;
   /** chat() only: variables for the chat template, as the server's
    * chat_template_kwargs; e.g. `{ enable_thinking: false }` asks Qwen3 not to think
    * (its template opens the reply with an empty think block). Keys runnel does not know
    * are refused. */
   chatTemplateKwargs?: ChatTemplateKwargs;
+  /** chat() only: functions the model may call, as the server's `tools` (the OpenAI
+   * shape `{ type: 'function', function: {...} }` is accepted too). Calls come back as
+   * objects in `session.lastReply.toolCalls`; the streamed pieces are the model's raw
+   * text (the call's JSON or markup). */
+  tools?: Tool[];
+  /** chat() only, with tools: 'auto' (default: the model decides), 'none' (the tools are
+   * not shown; the reply is content), 'required' (at least one call), or a tool's name
+   * (a call to it). required and a name force the call with a grammar, so it always
+   * parses; so is every reply of a template with no native call format (SmolLM2's),
+   * which then is `{"tool_calls": [...]}` or `{"response": "..."}` JSON. Not with
+   * grammar / jsonSchema where a grammar is needed. */
+  toolChoice?: 'auto' | 'none' | 'required' | string | { type: 'function'; function: { name: string } };
+  /** chat() only: several calls in one reply where the model's format allows (default true). */
+  parallelToolCalls?: boolean;
   signal?: AbortSignal;
+}
+
+/** A function the model may call. */
+export interface Tool {
+  /** 1 to 64 of a-z A-Z 0-9 _ -. */
+  name: string;
+  description?: string;
+  /** JSON schema of the arguments object (default: any object). */
+  parameters?: object;
+}
+
+/** A call the model made. */
+export interface ToolCall {
+  /** 'call_' + 24 alphanumerics (Mistral: the model's or 9 alphanumerics). */
+  id: string;
+  name: string;
+  /** The arguments, parsed (an object valid under the tool's parameters when forced). */
+  arguments: Record<string, unknown>;
+}
+
+/** A chat generation's reply split up (session.lastReply). */
+export interface ChatReply {
+  /** The text for the user (a generic JSON reply's "response"). */
+  content: string;
+  /** Text the model wrote between think markers (Qwen3, DeepSeek-R1 distills). */
+  reasoning: string;
+  toolCalls: ToolCall[];
 }
 
 /** Chat template variables runnel knows (the server's chat_template_kwargs). */
@@ -139,14 +187,26 @@ export interface GenerationStats {
 }
 
 export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant' | string;
-  content: string;
+  role: 'system' | 'user' | 'assistant' | 'tool' | string;
+  /** null for an assistant message that only calls tools. */
+  content: string | null;
+  /** assistant: the calls it made (lastReply.toolCalls as they came, or OpenAI's tool_calls). */
+  toolCalls?: ToolCall[];
+  /** tool: the id of the call this message answers. */
+  toolCallId?: string;
+  /** tool: the function's name (default: the name of the call it answers). */
+  name?: string;
+  /** assistant: earlier reasoning, for templates that re-render it (Qwen3). */
+  reasoning?: string;
 }
 
 export declare class Session {
   readonly contextSize: number;
   /** The stats of the last finished generation. */
   readonly lastStats: GenerationStats | null;
+  /** The last chat() reply split into content, reasoning and tool calls (null after
+   * generate(), or while a generation runs). */
+  readonly lastReply: ChatReply | null;
   /** Streams the continuation of a prompt (text or token ids). The prompt is the
    * whole context; the prefix already in this session's cache is reused. */
   generate(prompt: string | number[], params?: GenerateParams): AsyncGenerator<string, void, undefined>;
@@ -169,8 +229,11 @@ export declare class Model {
   applyChatTemplate(messages: ChatMessage[], options?: { chatTemplateKwargs?: ChatTemplateKwargs }): Promise<string>;
   /** Sentence embeddings, as `runnel serve`'s POST /v1/embeddings: each text (BOS as
    * the model wants, special-token text not parsed, at most contextSize tokens, not
-   * empty) becomes its final hidden states mean-pooled and L2-normalized, info.nEmbd
-   * floats. One text gives one vector, an array of texts one vector each, in order. */
+   * empty) becomes one L2-normalized vector of info.nEmbd floats: an embedding model
+   * (bert, nomic-bert) pools as its GGUF's pooling_type says (mean, [CLS] or last token);
+   * a generative model gives its final hidden states mean-pooled. One text gives one
+   * vector, an array of texts one vector each, in order. An embedding model does not
+   * generate: Session.generate and chat reject naming it. */
   embed(text: string, options?: EmbedOptions): Promise<Float32Array>;
   embed(texts: string[], options?: EmbedOptions): Promise<Float32Array[]>;
   /** Re-reads info (resident bytes, bytes read). */

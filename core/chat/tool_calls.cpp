@@ -69,12 +69,10 @@ class ReplyParser {
 
   ChatReply run() {
     const std::string_view rest = split_reasoning();
-    switch (syntax_.format) {
-      case ToolCallFormat::Hermes: marked_calls(rest, "<tool_call>", "</tool_call>", false, true); break;
-      case ToolCallFormat::Phi4: marked_calls(rest, "<|tool_call|>", "<|/tool_call|>", true, true); break;
-      case ToolCallFormat::Mistral: marked_calls(rest, "[TOOL_CALLS]", "", true, false); break;
-      case ToolCallFormat::Llama3: llama3(rest); break;
-      case ToolCallFormat::Generic: generic(rest); break;
+    if (!syntax_.tool_calls) {
+      add_content(rest);
+    } else {
+      read_calls(rest);
     }
     out_.content = finish_text(content_);
     out_.reasoning = finish_text(out_.reasoning);
@@ -87,6 +85,16 @@ class ReplyParser {
   }
 
  private:
+  void read_calls(std::string_view rest) {
+    switch (syntax_.format) {
+      case ToolCallFormat::Hermes: marked_calls(rest, "<tool_call>", "</tool_call>", false, true); break;
+      case ToolCallFormat::Phi4: marked_calls(rest, "<|tool_call|>", "<|/tool_call|>", true, true); break;
+      case ToolCallFormat::Mistral: marked_calls(rest, "[TOOL_CALLS]", "", true, false); break;
+      case ToolCallFormat::Llama3: llama3(rest); break;
+      case ToolCallFormat::Generic: generic(rest); break;
+    }
+  }
+
   std::string finish_text(std::string_view s) const {
     s = trim(s);
     return std::string(partial_ ? whole_utf8(s) : s);

@@ -32,6 +32,8 @@ struct ChatSyntax {
   // The prompt already opened the think block (DeepSeek-R1 distills' generation prompt
   // ends with "<think>\n"): the reply starts inside it.
   bool thinking_open = false;
+  // False: no tools were offered, so the reply is not searched for calls (all content).
+  bool tool_calls = true;
   // Generated call ids are a function of this and the call's index (a server passes a
   // random one per request), so a stream and a one-shot parse agree.
   uint64_t id_seed = 0;

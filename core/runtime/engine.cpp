@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/sampling/grammar_token_trie.h"
+
 namespace runnel {
 namespace {
 
@@ -78,6 +80,27 @@ std::string embedding_model_refusal(const ModelConfig& config) {
 
 void Engine::check_generative() const {
   if (!config().generative()) throw std::invalid_argument(embedding_model_refusal(config()));
+}
+
+std::shared_ptr<const TokenTrie> Engine::grammar_vocab() const {
+  std::call_once(grammar_vocab_once_, [this] {
+    const Tokenizer& tok = *tokenizer_;
+    const int32_t n = tok.n_vocab();
+    std::vector<std::string> bytes(static_cast<size_t>(n));
+    std::vector<GrammarTokenKind> kinds(static_cast<size_t>(n), GrammarTokenKind::kText);
+    for (TokenId id = 0; id < n; ++id) {
+      const TokenAttr attr = tok.attr(id);
+      if (tok.is_eog(id)) {
+        kinds[id] = GrammarTokenKind::kEog;
+      } else if (attr == TokenAttr::Control || attr == TokenAttr::Unknown) {
+        kinds[id] = GrammarTokenKind::kControl;
+      } else {
+        bytes[id] = tok.token_to_piece(id, false);  // what the detokenizer emits
+      }
+    }
+    grammar_vocab_ = std::make_shared<const TokenTrie>(std::move(bytes), std::move(kinds));
+  });
+  return grammar_vocab_;
 }
 
 // ---------------------------------------------------------------- Session

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -20,6 +21,9 @@
 #include "core/tokenizer/tokenizer.h"
 
 namespace runnel {
+
+class Grammar;    // core/sampling/grammar.h
+class TokenTrie;  // core/sampling/grammar_token_trie.h
 
 struct EngineOptions {
   int n_ctx = 0;     // tokens a session holds; 0: min(model's context_length, 4096)
@@ -45,6 +49,11 @@ struct GenerateParams {
   // the first position after the prompt, seen even when max_tokens is 0
   // (--dump-logits, logprobs).
   std::function<void(int step, std::span<const float> logits)> on_logits;
+  // Optional: constrains the output to a grammar (request.h's compile_grammar). Tokens
+  // the grammar does not allow at a step get logit -inf after on_logits has seen the
+  // logits; end-of-generation tokens are allowed only where the grammar may end, and
+  // the generation ends (EndOfGeneration) where nothing more can follow.
+  std::shared_ptr<const Grammar> grammar;
 };
 
 enum class StopReason { MaxTokens, EndOfGeneration, Callback, ContextFull };
@@ -55,6 +64,7 @@ struct GenerationStats {
   double prompt_ms = 0;
   double gen_ms = 0;
   double load_ms = 0;  // the engine's load time
+  double grammar_ms = 0;  // of gen_ms: computing and applying grammar masks
   StopReason stop = StopReason::MaxTokens;
 
   double prompt_tokens_per_s() const { return prompt_ms > 0 ? n_prompt * 1000.0 / prompt_ms : 0; }
@@ -95,6 +105,12 @@ class Engine {
   // (bert, nomic-bert): Session::eval, eval_all and every generation call it first.
   void check_generative() const;
 
+  // The vocabulary as the grammar engine sees it: each token's bytes as the
+  // detokenizer emits them, end-of-generation tokens as EOG, control tokens as
+  // control. Built on first use (~0.4 s for a 262k vocabulary), then shared; safe to
+  // call from several threads.
+  std::shared_ptr<const TokenTrie> grammar_vocab() const;
+
  private:
   friend class Session;
   Engine() = default;
@@ -104,6 +120,8 @@ class Engine {
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<Model> model_;
   double load_ms_ = 0;
+  mutable std::once_flag grammar_vocab_once_;
+  mutable std::shared_ptr<const TokenTrie> grammar_vocab_;
 };
 
 class Session {
@@ -204,10 +222,17 @@ class Generation {
   const GenerationStats& stats() const { return stats_; }
 
  private:
+  struct GrammarState;  // the matcher and the mask of the next step (generate.cpp)
+  // Masks the logits with the grammar; false where it allows no token at all.
+  bool constrain(std::span<float> logits);
+  // After accepting a token: whether anything but end-of-generation may follow.
+  bool grammar_can_continue();
+
   Session& session_;
   GenerateParams params_;
   Sampler sampler_;
   StreamingDetokenizer detok_;
+  std::unique_ptr<GrammarState> grammar_;  // null: unconstrained
   GenerationStats stats_;
   int max_gen_ = 0;
   int step_ = 0;

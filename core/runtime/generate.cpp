@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/runtime/engine.h"
+#include "core/sampling/grammar_matcher.h"
 
 namespace runnel {
 namespace {
@@ -18,6 +19,13 @@ double ms_since(Clock::time_point start) {
 }
 
 }  // namespace
+
+struct Generation::GrammarState {
+  std::shared_ptr<const TokenTrie> vocab;
+  GrammarMatcher matcher;
+  TokenMask mask;
+  bool mask_ready = false;  // mask is the current state's (computed after the last accept)
+};
 
 int Session::check_request(const std::vector<TokenId>& prompt, const GenerateParams& params) const {
   engine_.check_generative();
@@ -92,6 +100,11 @@ Generation::Generation(Session& session, const std::vector<TokenId>& prompt,
     sampler_.accept(s.tokens_[i]);
   }
   for (const TokenId t : prompt) sampler_.accept(t);
+  if (params_.grammar) {
+    std::shared_ptr<const TokenTrie> vocab = s.engine_.grammar_vocab();
+    grammar_ = std::make_unique<GrammarState>(
+        GrammarState{vocab, GrammarMatcher(params_.grammar, vocab), TokenMask{}});
+  }
 
   // ---- the prompt
   const Clock::time_point prompt_start = Clock::now();
@@ -115,9 +128,25 @@ bool Generation::step(std::string& piece) {
   // ---- sample, stream, evaluate
   if (step_ > 0) s.run_pending(false, nullptr);  // the token sampled last
   if (params_.on_logits) params_.on_logits(step_, s.last_logits_);
+  if (grammar_ && !constrain(s.last_logits_)) {
+    // The grammar allows no token of this vocabulary here: nothing can follow.
+    stats_.stop = StopReason::EndOfGeneration;
+    piece = detok_.flush();
+    done_ = true;
+    stats_.gen_ms += ms_since(step_start);
+    return false;
+  }
   const TokenId id = sampler_.sample(s.last_logits_);
   const Tokenizer& tok = s.engine_.tokenizer();
-  if (params_.stop_on_eog && tok.is_eog(id)) {
+  if (grammar_) {
+    const Clock::time_point accept_start = Clock::now();
+    if (!grammar_->matcher.accept_token(id)) {
+      throw std::logic_error("the sampler picked token " + std::to_string(id) +
+                             ", which the grammar's mask did not allow");
+    }
+    stats_.grammar_ms += ms_since(accept_start);
+  }
+  if ((params_.stop_on_eog || grammar_) && tok.is_eog(id)) {
     stats_.stop = StopReason::EndOfGeneration;
     piece = detok_.flush();
     done_ = true;
@@ -132,10 +161,51 @@ bool Generation::step(std::string& piece) {
     if (step_ == max_gen_) {
       piece += detok_.flush();
       done_ = true;
+    } else if (grammar_ && !grammar_can_continue()) {
+      // The grammar is complete: end as if end-of-generation was sampled, without
+      // evaluating this token.
+      piece += detok_.flush();
+      stats_.stop = StopReason::EndOfGeneration;
+      done_ = true;
     }
   }
   stats_.gen_ms += ms_since(step_start);
   return !done_;
+}
+
+bool Generation::constrain(std::span<float> logits) {
+  const Clock::time_point start = Clock::now();
+  GrammarState& g = *grammar_;
+  if (!g.mask_ready) g.matcher.allowed_tokens(g.mask);
+  g.mask_ready = false;
+  // Ids past the tokenizer's vocabulary (padded output rows) are never allowed.
+  const size_t n_mask = std::min(logits.size(), static_cast<size_t>(g.mask.size()));
+  constexpr float kBanned = -std::numeric_limits<float>::infinity();
+  const std::vector<uint64_t>& words = g.mask.words();
+  bool any = false;
+  for (size_t w = 0; w * 64 < n_mask; ++w) {
+    const uint64_t bits = words[w];
+    any = any || bits != 0;
+    if (bits == ~uint64_t{0}) continue;
+    const size_t end = std::min(n_mask, w * 64 + 64);
+    for (size_t i = w * 64; i < end; ++i) {
+      if (!((bits >> (i - w * 64)) & 1)) logits[i] = kBanned;
+    }
+  }
+  for (size_t i = n_mask; i < logits.size(); ++i) logits[i] = kBanned;
+  stats_.grammar_ms += ms_since(start);
+  return any;
+}
+
+bool Generation::grammar_can_continue() {
+  const Clock::time_point start = Clock::now();
+  GrammarState& g = *grammar_;
+  g.matcher.allowed_tokens(g.mask);
+  g.mask_ready = true;
+  int32_t n_eog = 0;
+  for (const int32_t id : g.vocab->eog_tokens()) n_eog += g.mask.test(id) ? 1 : 0;
+  stats_.grammar_ms += ms_since(start);
+  return g.mask.count() > n_eog;
 }
 
 std::string Generation::stop() {

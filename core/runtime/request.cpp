@@ -3,6 +3,11 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
+#include "core/sampling/grammar.h"
+#include "core/sampling/json_schema.h"
+
 namespace runnel {
 namespace {
 
@@ -72,11 +77,7 @@ std::vector<TokenId> PromptFormat::tokens(const PromptInput& prompt) const {
   std::string field = "prompt";
   if (prompt.messages) {
     field = "messages";
-    const std::string text = render(*prompt.messages, prompt.chat_options);
-    // The template may write BOS itself; do not add a second one.
-    const std::string& bos = chat_->bos_token();
-    const bool has_bos = !bos.empty() && text.rfind(bos, 0) == 0;
-    ids = tok.encode(text, !has_bos, true);
+    ids = chat_tokens(render(*prompt.messages, prompt.chat_options));
   } else if (prompt.text) {
     ids = tok.encode(*prompt.text, prompt.add_bos, prompt.parse_special);
   } else {
@@ -92,6 +93,13 @@ std::vector<TokenId> PromptFormat::tokens(const PromptInput& prompt) const {
   }
   if (ids.empty()) throw RequestError("the prompt is empty after tokenization", field);
   return ids;
+}
+
+std::vector<TokenId> PromptFormat::chat_tokens(const std::string& rendered) const {
+  // The template may write BOS itself; do not add a second one.
+  const std::string bos = chat_ ? chat_->bos_token() : "";
+  const bool has_bos = !bos.empty() && rendered.rfind(bos, 0) == 0;
+  return engine_.tokenizer().encode(rendered, !has_bos, true);
 }
 
 const char* finish_reason_name(FinishReason reason) {
@@ -186,6 +194,38 @@ void check_request_fits(int n_prompt, const RequestOptions& options, int n_ctx, 
   options.sampler.validate();
 }
 
+std::shared_ptr<const Grammar> compile_grammar(const Engine& engine, std::string_view gbnf,
+                                               const std::string& field) {
+  try {
+    return std::make_shared<const Grammar>(Grammar::parse(gbnf, engine.grammar_vocab().get()));
+  } catch (const GrammarError& e) {
+    throw RequestError(field + ": " + e.what(), field);
+  }
+}
+
+std::shared_ptr<const Grammar> compile_json_schema(const Engine& engine, std::string_view schema_json,
+                                                   const std::string& field) {
+  const nlohmann::json schema = nlohmann::json::parse(schema_json, nullptr, false);
+  if (schema.is_discarded()) throw RequestError(field + ": the schema is not valid JSON", field);
+  std::string gbnf;
+  try {
+    gbnf = json_schema_to_grammar(schema);
+  } catch (const JsonSchemaError& e) {
+    // "json_schema /properties/a: ..." -> "<field> /properties/a: ..."
+    std::string_view message = e.what();
+    constexpr std::string_view kPrefix = "json_schema ";
+    if (message.starts_with(kPrefix)) message.remove_prefix(kPrefix.size() - 1);
+    throw RequestError(field + (message.starts_with(' ') ? "" : ": ") + std::string(message), field);
+  }
+  // The converter's grammars are valid; a GrammarError here is a converter bug, still
+  // reported against the field that caused it.
+  return compile_grammar(engine, gbnf, field);
+}
+
+std::shared_ptr<const Grammar> compile_json_object(const Engine& engine) {
+  return compile_grammar(engine, json_object_grammar(), "response_format");
+}
+
 RequestRun::RequestRun(Session& session, const std::vector<TokenId>& prompt,
                        const RequestOptions& options)
     : matcher_(options.stop), n_prompt_(static_cast<int>(prompt.size())) {
@@ -194,6 +234,7 @@ RequestRun::RequestRun(Session& session, const std::vector<TokenId>& prompt,
   gp.max_tokens = options.max_tokens;
   gp.sampler = options.sampler;
   gp.on_logits = options.on_logits;
+  gp.grammar = options.grammar;
 
   // ---- reuse the cached prefix; generate() recomputes the last position if nothing is new
   const size_t keep = common_prefix(session.tokens(), prompt);

@@ -65,6 +65,10 @@ class PromptFormat {
   // Throws RequestError for an empty prompt, ids outside the vocabulary, or more than
   // one kind of prompt given.
   std::vector<TokenId> tokens(const PromptInput& prompt) const;
+  // The token ids of a rendered chat (render()'s text): BOS unless the template wrote it.
+  std::vector<TokenId> chat_tokens(const std::string& rendered) const;
+  // The template chats are rendered with; null when there is none usable.
+  const ChatTemplate* chat_template() const { return chat_.get(); }
 
  private:
   const Engine& engine_;
@@ -109,7 +113,24 @@ struct RequestOptions {
   std::vector<std::string> stop;  // empty strings are refused
   // Sees the logits of each predicted position (GenerateParams::on_logits).
   std::function<void(int step, std::span<const float> logits)> on_logits;
+  // Constrains the output (GenerateParams::grammar): compile_grammar,
+  // compile_json_schema or compile_json_object. Null: unconstrained.
+  std::shared_ptr<const Grammar> grammar;
 };
+
+// A request's GBNF grammar (core/sampling/README.md), compiled once against the
+// engine's vocabulary (Engine::grammar_vocab, so <token> references resolve). Throws
+// RequestError naming `field` with the parser's position: "grammar: line 2, column 7:
+// expected ...".
+std::shared_ptr<const Grammar> compile_grammar(const Engine& engine, std::string_view gbnf,
+                                               const std::string& field = "grammar");
+// A JSON schema given as JSON text, as the grammar of the documents it accepts
+// (core/sampling/json_schema.h). Throws RequestError naming `field` for text that is
+// not JSON or a schema the converter refuses (naming the keyword and its pointer).
+std::shared_ptr<const Grammar> compile_json_schema(const Engine& engine, std::string_view schema_json,
+                                                   const std::string& field = "json_schema");
+// Any JSON object (OpenAI's response_format {"type": "json_object"}).
+std::shared_ptr<const Grammar> compile_json_object(const Engine& engine);
 
 // Texts to embed (the server's /v1/embeddings, runnel-llm's embed()) as token ids, each
 // with the tokenizer's special tokens and no special-token parsing. Throws RequestError

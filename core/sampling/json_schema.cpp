@@ -584,6 +584,36 @@ std::string json_schema_to_grammar(const nlohmann::json& schema) {
   return text;
 }
 
+// Renames rule names: identifiers outside literals, classes, token references and
+// repetition bounds (the converter's output has one rule per line).
+std::string json_schema_rules(const nlohmann::json& schema, const std::string& prefix) {
+  const std::string text = json_schema_to_grammar(schema);
+  const auto is_name = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+  };
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    if (c == '"' || c == '[' || c == '<' || c == '{') {
+      const char close = c == '"' ? '"' : c == '[' ? ']' : c == '<' ? '>' : '}';
+      size_t j = i + 1;
+      while (j < text.size() && text[j] != close) j += text[j] == '\\' ? 2 : 1;
+      out.append(text, i, j + 1 - i);
+      i = j + 1;
+    } else if (is_name(c)) {
+      size_t j = i;
+      while (j < text.size() && is_name(text[j])) ++j;
+      out += prefix;
+      out.append(text, i, j - i);
+      i = j;
+    } else {
+      out += c;
+      ++i;
+    }
+  }
+  return out;
+}
+
 std::string json_object_grammar() { return Converter(json{{"type", "object"}}).convert(); }
 
 }  // namespace runnel

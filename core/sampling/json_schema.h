@@ -21,6 +21,11 @@ class JsonSchemaError : public std::invalid_argument {
 // unsupported keyword / value and its JSON pointer.
 std::string json_schema_to_grammar(const nlohmann::json& schema);
 
+// The same grammar's rules with every rule name prefixed by `prefix` (its root is
+// `<prefix>root`), to combine several schemas in one grammar (a tool call's arguments,
+// one rule set per tool). `prefix` is made of [a-zA-Z0-9-].
+std::string json_schema_rules(const nlohmann::json& schema, const std::string& prefix);
+
 // The grammar of any JSON object (response_format {"type": "json_object"}).
 std::string json_object_grammar();
 

@@ -33,12 +33,15 @@ struct ChatCommandOptions {
   ChatOptions template_options;  // parsed from it
   int n_predict = -1;
   SamplerParams sampler;
+  GrammarOptions grammar_options;
+  std::shared_ptr<const Grammar> grammar;  // compiled from them: every reply is constrained
 };
 
 void check_ranges(const ChatCommandOptions& o, const ArgParser& p) {
   check_load_options(p, o.load);
   if (o.n_predict < -1) throw UsageError("-n: must be >= -1, got " + std::to_string(o.n_predict));
   check_sampler_options(o.sampler);
+  check_grammar_options(p, o.grammar_options);
 }
 
 constexpr const char* kCommandHelp =
@@ -171,6 +174,7 @@ RequestOptions Chat::request_for(int n_prompt) const {
   request.sampler = sampler_;
   request.sampler.seed = sampler_.seed + n_turns_;  // each turn its own draw; all from --seed
   request.max_tokens = options_.n_predict;
+  request.grammar = options_.grammar;
   if (request.max_tokens > session_->n_ctx() - n_prompt && !session_->shifts_context())
     request.max_tokens = -1;
   return request;
@@ -257,6 +261,7 @@ int chat_command(const std::vector<std::string>& args) {
       "-n, --n-predict", &o.n_predict,
       "tokens per reply at most (default -1 = until the end of the turn or a full context)");
   add_sampler_options(p, &o.sampler);
+  add_grammar_options(p, &o.grammar_options);
   p.int_option(
       "--keep", &o.load.n_keep,
       "when the context fills during a reply, keep the first N tokens and drop the oldest half\n"
@@ -271,6 +276,7 @@ int chat_command(const std::vector<std::string>& args) {
   LoadedModel loaded = load_model(o.load);
   Engine& engine = *loaded.engine;
   engine.check_generative();  // an embedding model cannot chat: one line, before the prompt
+  o.grammar = load_grammar(engine, o.grammar_options);
   SamplerParams sampler = o.sampler;
   sampler.seed = resolve_seed(sampler.seed);
   const double load_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();

@@ -33,6 +33,7 @@ struct RunOptions {
   std::string prompt, prompt_file, dump_logits, session, system, template_kwargs;
   int n_predict = 128;
   SamplerParams sampler;
+  GrammarOptions grammar;
   bool no_display_prompt = false;
   bool special = false, no_special = false;
   bool chat = false;
@@ -49,6 +50,7 @@ void check_ranges(const RunOptions& o, const ArgParser& p) {
   if (o.all_logits && o.dump_logits.empty()) throw UsageError("--all-logits: only with --dump-logits PATH");
   if (o.all_logits && !o.session.empty()) throw UsageError("--all-logits: not with --session");
   check_sampler_options(o.sampler);
+  check_grammar_options(p, o.grammar);
 }
 
 // The prompt text: -p TEXT, -p - (standard input) or -f FILE, read whole.
@@ -96,6 +98,7 @@ int run_command(const std::vector<std::string>& args) {
   p.int_option("-n, --n-predict", &o.n_predict,
                "tokens to generate (default 128; -1 = until end of text or full context)");
   add_sampler_options(p, &o.sampler);
+  add_grammar_options(p, &o.grammar);
   p.flag("--no-display-prompt", &o.no_display_prompt, "do not echo the prompt");
   p.flag("--special", &o.special,
          "parse special-token text (\"<|im_start|>\") in the prompt as control tokens (the default,\n"
@@ -146,6 +149,7 @@ int run_command(const std::vector<std::string>& args) {
   request.max_tokens = o.n_predict;
   request.sampler = o.sampler;
   request.sampler.seed = resolve_seed(request.sampler.seed);
+  request.grammar = load_grammar(*engine, o.grammar);
   std::unique_ptr<Session> session = engine->new_session();
   const uint64_t fingerprint = o.session.empty() ? 0 : model_fingerprint(engine->store().model());
   const bool restored = !o.session.empty() && load_session_file(o.session, *session, fingerprint);
@@ -206,6 +210,10 @@ int run_command(const std::vector<std::string>& args) {
   }
   std::fprintf(stderr, "generation: %d tokens in %.1f ms, %.2f tok/s\n", stats.n_generated,
                stats.gen_ms, stats.gen_tokens_per_s());
+  if (request.grammar) {
+    std::fprintf(stderr, "grammar: %.1f ms of it, %.3f ms/token (masks)\n", stats.grammar_ms,
+                 stats.grammar_ms / std::max(1, stats.n_generated));
+  }
   const int n_tokens = std::max(1, stats.n_prompt + stats.n_generated);
   std::fprintf(stderr, "memory: resident %.1f MiB, read %.2f MiB/token from storage, kv %s %s, %s%s\n",
                static_cast<double>(process_rss_bytes()) / (1 << 20), static_cast<double>(read_bytes) / n_tokens / (1 << 20),

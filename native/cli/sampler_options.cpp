@@ -1,7 +1,11 @@
 // The sampling flags of `run` and `chat` (sampler_options.h).
 #include "native/cli/sampler_options.h"
 
+#include <fstream>
 #include <random>
+#include <sstream>
+
+#include "core/runtime/request.h"
 
 #include "native/server/api.h"
 
@@ -10,6 +14,14 @@ namespace {
 
 // llama.cpp's LLAMA_DEFAULT_SEED: no --seed given, pick one at random.
 constexpr uint64_t kRandomSeed = 0xFFFFFFFFu;
+
+std::string read_file(const std::string& flag, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(flag + ": cannot read '" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 }  // namespace
 
@@ -45,6 +57,47 @@ ChatOptions parse_chat_template_kwargs(const std::string& text) {
   } catch (const server::ApiError& e) {
     throw UsageError(e.what());
   }
+}
+
+void add_grammar_options(ArgParser& p, GrammarOptions* o) {
+  p.string_option("--grammar", &o->grammar, "TEXT",
+                  "constrain the output to a GBNF grammar (llama.cpp's syntax; the start rule is root),\n"
+                  "e.g. 'root ::= (\"yes\" | \"no\")'");
+  p.string_option("--grammar-file", &o->grammar_file, "FILE", "read the GBNF grammar from FILE");
+  p.string_option("--json-schema", &o->json_schema, "JSON",
+                  "constrain the output to JSON valid under a JSON schema; @FILE reads it from FILE,\n"
+                  "'{}' allows any JSON value");
+}
+
+void check_grammar_options(const ArgParser& p, const GrammarOptions& o) {
+  std::string given;
+  int n = 0;
+  for (const auto& [flag, value] : {std::pair<const char*, const std::string*>{"--grammar", &o.grammar},
+                                    {"--grammar-file", &o.grammar_file},
+                                    {"--json-schema", &o.json_schema}}) {
+    if (!p.seen(flag)) continue;
+    if (value->empty()) throw UsageError(std::string(flag) + ": must not be empty");
+    given += (n++ == 0 ? "" : " and ") + std::string(flag);
+  }
+  if (n > 1) throw UsageError(given + ": give at most one of them");
+}
+
+std::shared_ptr<const Grammar> load_grammar(const Engine& engine, const GrammarOptions& o) {
+  try {
+    if (!o.grammar.empty()) return compile_grammar(engine, o.grammar, "--grammar");
+    if (!o.grammar_file.empty()) {
+      return compile_grammar(engine, read_file("--grammar-file", o.grammar_file),
+                             "--grammar-file " + o.grammar_file);
+    }
+    if (!o.json_schema.empty()) {
+      const bool from_file = o.json_schema[0] == '@';
+      const std::string text = from_file ? read_file("--json-schema", o.json_schema.substr(1)) : o.json_schema;
+      return compile_json_schema(engine, text, from_file ? "--json-schema " + o.json_schema : "--json-schema");
+    }
+  } catch (const RequestError& e) {
+    throw UsageError(e.what());
+  }
+  return nullptr;
 }
 
 }  // namespace runnel::cli

@@ -79,8 +79,12 @@ int serve_command(const std::vector<std::string>& args) {
   p.string_option("--session", &session_path, "FILE",
                   "slot 0's conversation: restored from FILE at start if it exists, saved at exit");
   p.flag("--lenient", &so.lenient,
-         "serve requests with fields this server does not implement (tools, response_format,\n"
-         "logprobs, ...) as if they were absent, logging a warning (default: 400 naming the field)");
+         "serve requests with fields this server does not implement (functions, logprobs,\n"
+         "suffix, ...) as if they were absent, logging a warning (default: 400 naming the field)");
+  std::string reasoning_format = "auto";
+  p.string_option("--reasoning-format", &reasoning_format, "FORMAT",
+                  "reasoning of templates that think (<think>...</think>): auto (default) sends it\n"
+                  "as reasoning_content, none keeps it inline in the content");
   bool log_disable = false;
   p.flag("--log-disable", &log_disable, "no line per request on stderr (access log, --lenient warnings)");
   float shutdown_s = static_cast<float>(so.shutdown_deadline_s);
@@ -95,6 +99,10 @@ int serve_command(const std::vector<std::string>& args) {
   if (so.queue < 0 || so.queue > 1024) throw UsageError("--queue: must be in [0, 1024], got " + std::to_string(so.queue));
   if (!(shutdown_s >= 0)) throw UsageError("--shutdown-timeout: must be >= 0");
   if (n_keep < -1) throw UsageError("--keep: must be >= -1, got " + std::to_string(n_keep));
+  if (reasoning_format != "auto" && reasoning_format != "none") {
+    throw UsageError("--reasoning-format: must be auto or none, got '" + reasoning_format + "'");
+  }
+  so.split_reasoning = reasoning_format == "auto";
   so.shutdown_deadline_s = shutdown_s;
   so.access_log = !log_disable;
   if (so.model_alias.empty()) so.model_alias = std::filesystem::path(model_path).filename().string();

@@ -90,6 +90,44 @@ std::string message_content(const json& content, const std::string& param) {
   return text;
 }
 
+// An assistant message's tool_calls: [{id, type: "function", function: {name, arguments}}],
+// arguments as OpenAI sends them (JSON text; an object is accepted too).
+std::vector<ChatToolCall> parse_tool_calls(const json& calls, const std::string& param) {
+  if (!calls.is_array()) wrong_type(param, "an array", calls);
+  std::vector<ChatToolCall> out;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const json& c = calls[i];
+    const std::string p = param + "[" + std::to_string(i) + "]";
+    if (!c.is_object()) wrong_type(p, "an object", c);
+    if (const json* type = field(c, "type"); type && *type != "function") {
+      throw ApiError(400, "'" + p + ".type' must be function", p + ".type", "unsupported_value");
+    }
+    const json* f = field(c, "function");
+    if (!f || !f->is_object()) bad("'" + p + ".function' must be an object", p + ".function");
+    const json* name = field(*f, "name");
+    if (!name || !name->is_string()) bad("'" + p + ".function.name' must be a string", p + ".function.name");
+    ChatToolCall call{name->get<std::string>(), "{}", ""};
+    if (const json* args = field(*f, "arguments")) {
+      if (args->is_string()) {
+        call.arguments = args->get<std::string>();
+        if (!json::accept(call.arguments)) {
+          bad("'" + p + ".function.arguments' is not valid JSON", p + ".function.arguments");
+        }
+      } else if (args->is_object()) {
+        call.arguments = args->dump();
+      } else {
+        wrong_type(p + ".function.arguments", "a string (JSON text)", *args);
+      }
+    }
+    if (const json* id = field(c, "id")) {
+      if (!id->is_string()) wrong_type(p + ".id", "a string", *id);
+      call.id = id->get<std::string>();
+    }
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
 void parse_messages(const json& req, GenerationRequest& out) {
   const json* messages = field(req, "messages");
   if (!messages) throw ApiError(400, "'messages' is required", "messages", "missing_required_parameter");
@@ -115,8 +153,162 @@ void parse_messages(const json& req, GenerationRequest& out) {
       throw ApiError(400, "'" + p + ".content' is required", p + ".content", "missing_required_parameter");
     }
     // Templates know "system"; OpenAI's newer "developer" role means the same.
-    out.messages.push_back({r == "developer" ? "system" : r, std::move(text)});
+    ChatMessage message{r == "developer" ? "system" : r, std::move(text)};
+    if (const json* calls = field(m, "tool_calls")) {
+      if (r != "assistant") bad("'" + p + ".tool_calls' is only allowed in assistant messages", p + ".tool_calls");
+      message.tool_calls = parse_tool_calls(*calls, p + ".tool_calls");
+    }
+    if (const json* rc = field(m, "reasoning_content")) {
+      if (!rc->is_string()) wrong_type(p + ".reasoning_content", "a string", *rc);
+      message.reasoning_content = rc->get<std::string>();
+    }
+    if (r == "tool") {
+      const json* id = field(m, "tool_call_id");
+      if (!id) {
+        throw ApiError(400, "'" + p + ".tool_call_id' is required in tool messages", p + ".tool_call_id",
+                       "missing_required_parameter");
+      }
+      if (!id->is_string()) wrong_type(p + ".tool_call_id", "a string", *id);
+      message.tool_call_id = id->get<std::string>();
+    }
+    if (const json* name = field(m, "name")) {
+      if (!name->is_string()) wrong_type(p + ".name", "a string", *name);
+      if (r == "tool") message.name = name->get<std::string>();
+    }
+    out.messages.push_back(std::move(message));
   }
+  // A tool message's function name, for templates that print it: the call it answers.
+  for (ChatMessage& m : out.messages) {
+    if (m.role != "tool" || !m.name.empty()) continue;
+    for (const ChatMessage& a : out.messages) {
+      for (const ChatToolCall& c : a.tool_calls) {
+        if (c.id == m.tool_call_id) m.name = c.name;
+      }
+    }
+  }
+}
+
+// OpenAI's `tools`: [{type: "function", function: {name, description?, parameters?, strict?}}].
+void parse_tools(const json& req, GenerationRequest& out) {
+  if (const json* tools = field(req, "tools")) {
+    if (!tools->is_array()) wrong_type("tools", "an array", *tools);
+    for (size_t i = 0; i < tools->size(); ++i) {
+      const json& t = (*tools)[i];
+      const std::string p = "tools[" + std::to_string(i) + "]";
+      if (!t.is_object()) wrong_type(p, "an object", t);
+      const json* type = field(t, "type");
+      if (!type || !type->is_string()) bad("'" + p + ".type' must be a string", p + ".type");
+      if (*type != "function") {
+        throw ApiError(400, "tool type '" + type->get<std::string>() + "' is not supported (function only)",
+                       p + ".type", "unsupported_value");
+      }
+      const json* f = field(t, "function");
+      if (!f) throw ApiError(400, "'" + p + ".function' is required", p + ".function", "missing_required_parameter");
+      if (!f->is_object()) wrong_type(p + ".function", "an object", *f);
+      const json* name = field(*f, "name");
+      if (!name || !name->is_string()) bad("'" + p + ".function.name' must be a string", p + ".function.name");
+      ChatTool tool{name->get<std::string>()};
+      if (const json* d = field(*f, "description")) {
+        if (!d->is_string()) wrong_type(p + ".function.description", "a string", *d);
+        tool.description = d->get<std::string>();
+      }
+      if (const json* params = field(*f, "parameters")) {
+        if (!params->is_object()) wrong_type(p + ".function.parameters", "an object (a JSON schema)", *params);
+        tool.parameters = params->dump();
+      }
+      if (const json* strict = field(*f, "strict"); strict && !strict->is_boolean()) {
+        wrong_type(p + ".function.strict", "a boolean", *strict);
+      }
+      out.tools.tools.push_back(std::move(tool));
+    }
+  }
+  if (const json* choice = field(req, "tool_choice")) {
+    if (choice->is_string()) {
+      const std::string c = choice->get<std::string>();
+      if (c == "auto") {
+        out.tools.choice = ToolChoice::Auto;
+      } else if (c == "none") {
+        out.tools.choice = ToolChoice::None;
+      } else if (c == "required") {
+        out.tools.choice = ToolChoice::Required;
+      } else {
+        bad("'tool_choice' must be none, auto, required or "
+            "{\"type\": \"function\", \"function\": {\"name\": ...}}; got '" + c + "'",
+            "tool_choice");
+      }
+    } else if (choice->is_object()) {
+      const json* type = field(*choice, "type");
+      const json* f = field(*choice, "function");
+      const json* name = f && f->is_object() ? field(*f, "name") : nullptr;
+      if (!type || *type != "function" || !name || !name->is_string()) {
+        bad("'tool_choice' as an object must be {\"type\": \"function\", \"function\": {\"name\": ...}}",
+            "tool_choice");
+      }
+      out.tools.choice = ToolChoice::Function;
+      out.tools.function = name->get<std::string>();
+    } else {
+      wrong_type("tool_choice", "a string or an object", *choice);
+    }
+  }
+  if (field(req, "parallel_tool_calls")) out.tools.parallel = boolean(req, "parallel_tool_calls");
+}
+
+// The output constraint: llama-server's `grammar` (GBNF) and `json_schema`, OpenAI's
+// response_format {"type": "json_object"} / {"type": "json_schema", "json_schema":
+// {"name", "schema", "strict"}}. At most one may constrain a request.
+void parse_constraint(const json& req, GenerationRequest& out) {
+  std::vector<std::string> given;
+  if (const json* g = field(req, "grammar")) {
+    if (!g->is_string()) wrong_type("grammar", "a string (a GBNF grammar)", *g);
+    if (g->get_ref<const std::string&>().empty()) bad("'grammar' must not be empty", "grammar");
+    out.grammar = g->get<std::string>();
+    given.push_back("grammar");
+  }
+  if (const json* s = field(req, "json_schema")) {
+    if (!s->is_object() && !s->is_boolean()) wrong_type("json_schema", "an object (a JSON schema)", *s);
+    out.json_schema = s->dump();
+    given.push_back("json_schema");
+  }
+  if (const json* rf = field(req, "response_format")) {
+    if (!rf->is_object()) wrong_type("response_format", "an object", *rf);
+    const json* type = field(*rf, "type");
+    if (!type || !type->is_string()) bad("'response_format.type' must be a string", "response_format.type");
+    const std::string t = type->get<std::string>();
+    if (t == "json_object") {
+      out.json_object = true;
+      given.push_back("response_format");
+    } else if (t == "json_schema") {
+      const json* js = field(*rf, "json_schema");
+      if (!js) {
+        throw ApiError(400, "'response_format.json_schema' is required for type json_schema",
+                       "response_format.json_schema", "missing_required_parameter");
+      }
+      if (!js->is_object()) wrong_type("response_format.json_schema", "an object", *js);
+      if (const json* name = field(*js, "name"); name && !name->is_string()) {
+        wrong_type("response_format.json_schema.name", "a string", *name);
+      }
+      if (const json* strict = field(*js, "strict"); strict && !strict->is_boolean()) {
+        wrong_type("response_format.json_schema.strict", "a boolean", *strict);
+      }
+      // Without a schema any JSON value goes (an empty schema); `strict` changes
+      // nothing: the output always follows the schema.
+      const json* schema = field(*js, "schema");
+      if (schema && !schema->is_object() && !schema->is_boolean()) {
+        wrong_type("response_format.json_schema.schema", "an object (a JSON schema)", *schema);
+      }
+      out.json_schema = schema ? schema->dump() : "{}";
+      given.push_back(schema ? "response_format.json_schema.schema" : "response_format");
+    } else if (t != "text") {
+      throw ApiError(400, "'response_format.type' must be text, json_object or json_schema; got '" + t + "'",
+                     "response_format.type", "unsupported_value");
+    }
+  }
+  if (given.size() > 1) {
+    std::string names;
+    for (const std::string& g : given) names += (names.empty() ? "'" : " and '") + g + "'";
+    bad(names + " each constrain the output: give at most one of them", given[0]);
+  }
+  if (!given.empty()) out.constraint_field = given[0];
 }
 
 // A request field this server does not implement, and the values of it that ask for
@@ -132,18 +324,9 @@ bool never(const json&) { return false; }
 bool empty_array(const json& v) { return v.is_array() && v.empty(); }
 
 constexpr UnsupportedField kUnsupportedFields[] = {
-    {"tools", "tool calls", true, false, false, empty_array},
-    {"tool_choice", "tool calls", true, false, false, [](const json& v) { return v == "none" || v == "auto"; }},
     {"functions", "function calls", true, false, false, empty_array},
     {"function_call", "function calls", true, false, false,
      [](const json& v) { return v == "none" || v == "auto"; }},
-    {"response_format", "JSON mode or structured output", true, false, false,
-     [](const json& v) {
-       const auto type = v.is_object() ? v.find("type") : v.end();
-       return v.is_object() && type != v.end() && *type == "text";
-     }},
-    {"json_schema", "output constrained to a JSON schema", true, true, false, never},
-    {"grammar", "output constrained to a grammar", true, true, false, never},
     {"suffix", "insertion before a suffix", false, true, false,
      [](const json& v) { return v.is_string() && v.get_ref<const std::string&>().empty(); }},
     {"audio", "audio output", true, false, false, never},
@@ -230,6 +413,7 @@ GenerationRequest generation_request_from_json(const json& req, bool chat, int n
     if (const json* kwargs = field(req, "chat_template_kwargs")) {
       out.chat_options = chat_options_from_json(*kwargs, "chat_template_kwargs");
     }
+    parse_tools(req, out);
   } else {
     const json* prompt = field(req, "prompt");
     if (!prompt) throw ApiError(400, "'prompt' is required", "prompt", "missing_required_parameter");
@@ -303,6 +487,7 @@ GenerationRequest generation_request_from_json(const json& req, bool chat, int n
                                           b <= -100 ? -std::numeric_limits<float>::infinity() : static_cast<float>(b));
     }
   }
+  parse_constraint(req, out);
   if (field(req, "stream")) out.stream = boolean(req, "stream");
   if (const json* so = field(req, "stream_options")) {
     if (!so->is_object()) wrong_type("stream_options", "an object", *so);

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/chat/chat_template.h"
+#include "core/runtime/chat_request.h"
 #include "core/runtime/request.h"
 #include "core/sampling/sampler.h"
 
@@ -34,6 +35,9 @@ struct GenerationRequest {
   bool chat = false;
   std::vector<ChatMessage> messages;  // chat
   ChatOptions chat_options;           // chat: chat_template_kwargs (llama-server's)
+  // chat: tools (type "function"), tool_choice, parallel_tool_calls. id_seed and
+  // split_reasoning are the server's to set.
+  ChatToolOptions tools;
   std::string prompt;                 // completions
   std::string model;                  // as sent ("" if absent)
   std::optional<int> max_tokens;      // absent: until the context is full
@@ -42,6 +46,14 @@ struct GenerationRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool echo = false;           // completions: prepend the prompt to the text
+  // The output constraint, at most one: a GBNF grammar (llama-server's `grammar`), a
+  // JSON schema as JSON text (llama-server's `json_schema`, OpenAI's response_format
+  // json_schema), or any JSON object (response_format json_object). constraint_field
+  // names the field it came from, for errors.
+  std::optional<std::string> grammar;
+  std::optional<std::string> json_schema;
+  bool json_object = false;
+  std::string constraint_field;
 };
 
 // chat_template_kwargs: the template variables we know (enable_thinking); any other key,
@@ -56,11 +68,11 @@ GenerationRequest generation_request_from_json(const json& body, bool chat, int 
 enum class Endpoint { ChatCompletions, Completions, Embeddings };
 
 // The fields of an OpenAI request body that would change what the reply means but that
-// this server does not implement (tools, JSON mode, logprobs, grammars, ...), most
-// consequential first (tools before logprobs). Serving such a request while ignoring them would hand
+// this server does not implement (the legacy functions / function_call, logprobs,
+// suffix, ...), most consequential first (function calls before logprobs). Serving such a request while ignoring them would hand
 // the client a reply it did not ask for that looks like one it did. Harmless values are
-// not listed (tools: [], tool_choice: "none", logprobs: false, response_format
-// {"type": "text"}), nor fields that are safe to ignore (user, metadata, store, ...).
+// not listed (functions: [], function_call: "none", logprobs: false), nor fields that are safe
+// to ignore (user, metadata, store, ...).
 // `n` > 1 is refused by parse_generation_request whatever the mode.
 std::vector<std::string> unsupported_fields(const json& body, Endpoint endpoint);
 // The 400 for one of them: param = the field, code "unsupported_parameter" (OpenAI's).

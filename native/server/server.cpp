@@ -47,6 +47,57 @@ std::string openai_finish_reason(FinishReason reason) {
   return reason == FinishReason::ContextFull ? "length" : finish_reason_name(reason);
 }
 
+uint64_t random_seed() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  return rng();
+}
+
+// A chat chunk's delta as OpenAI streams it: content, reasoning_content, and tool_calls
+// entries with index, plus id, type and name on a call's first.
+json delta_json(const ChatReplyDelta& d) {
+  json delta = json::object();
+  if (!d.content.empty()) delta["content"] = d.content;
+  if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
+  if (!d.tool_calls.empty()) {
+    json calls = json::array();
+    for (const ToolCallDelta& c : d.tool_calls) {
+      json call = {{"index", c.index}};
+      json function = {{"arguments", c.arguments}};
+      if (!c.id.empty()) {
+        call["id"] = c.id;
+        call["type"] = "function";
+        function["name"] = c.name;
+      }
+      call["function"] = function;
+      calls.push_back(call);
+    }
+    delta["tool_calls"] = calls;
+  }
+  return delta;
+}
+
+// The reply's message: content (null when the reply is only calls, as OpenAI sends it),
+// reasoning_content and tool_calls when there are any.
+json message_json(const ChatReply& reply) {
+  json message = {{"role", "assistant"}};
+  message["content"] = reply.content.empty() && !reply.tool_calls.empty() ? json(nullptr) : json(reply.content);
+  if (!reply.reasoning.empty()) message["reasoning_content"] = reply.reasoning;
+  if (!reply.tool_calls.empty()) {
+    json calls = json::array();
+    for (const ChatToolCall& c : reply.tool_calls) {
+      calls.push_back(
+          {{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+    }
+    message["tool_calls"] = calls;
+  }
+  return message;
+}
+
+// "tool_calls" when the reply made calls and ended by itself or at max_tokens.
+std::string with_calls(const std::string& finish_reason, bool made_calls) {
+  return made_calls && (finish_reason == "stop" || finish_reason == "length") ? "tool_calls" : finish_reason;
+}
+
 std::string sse(const json& j) { return "data: " + j.dump() + "\n\n"; }
 
 }  // namespace
@@ -342,6 +393,7 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
   std::vector<TokenId> prompt;
   GenerationRequest request;
   RequestOptions options;
+  ChatSyntax syntax;
   try {
     const json body = parse_json_body(req.body);
     if (!admit_fields(req, res, body, chat ? Endpoint::ChatCompletions : Endpoint::Completions)) return;
@@ -350,13 +402,34 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
     if (!engine_->config().generative()) {
       throw ApiError(400, embedding_model_refusal(engine_->config()), "model", "model_not_supported");
     }
-    PromptInput input = chat ? PromptInput::from_messages(request.messages) : PromptInput::from_text(request.prompt);
-    input.chat_options = request.chat_options;
-    prompt = prompt_format_.tokens(input);
+    if (chat) {
+      request.tools.split_reasoning = options_.split_reasoning;
+      request.tools.id_seed = random_seed();
+      ChatTurn turn =
+          prepare_chat_turn(*engine_, prompt_format_, request.messages, request.chat_options, request.tools);
+      prompt = std::move(turn.prompt);
+      syntax = turn.syntax;
+      options.grammar = std::move(turn.grammar);
+      if (options.grammar && !request.constraint_field.empty()) {
+        throw ApiError(400,
+                       "'" + request.constraint_field + "' cannot be combined with tool calls that need a grammar " +
+                           "(tool_choice required or a function, or a template without a native call format)",
+                       request.constraint_field, "invalid_value");
+      }
+    } else {
+      prompt = prompt_format_.tokens(PromptInput::from_text(request.prompt));
+    }
     const int n_ctx = engine_->n_ctx();
     options.sampler = request.sampler;
     options.stop = request.stop;
     options.max_tokens = request.max_tokens ? *request.max_tokens : -1;
+    if (request.grammar) {
+      options.grammar = compile_grammar(*engine_, *request.grammar, request.constraint_field);
+    } else if (request.json_schema) {
+      options.grammar = compile_json_schema(*engine_, *request.json_schema, request.constraint_field);
+    } else if (request.json_object) {
+      options.grammar = compile_json_object(*engine_);
+    }
     // Refused before queueing for a slot; absent max_tokens: up to a full context,
     // also where the context shifts (--keep).
     check_request_fits(static_cast<int>(prompt.size()), options, n_ctx, engine_->options().n_keep >= 0);
@@ -395,15 +468,31 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, lease, prompt, request, options, chunk, id, created, model, object, chat](
+        [this, lease, prompt, request, options, chunk, id, created, model, object, chat, syntax](
             size_t, httplib::DataSink& sink) {
           const auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
           bool ok = write(sse(chunk(chat ? "" : (request.echo ? request.prompt : ""), nullptr, true)));
           Outcome out;
           if (ok) {
-            out = generate(lease->index(), prompt, options,
-                           [&](const std::string& text) { return write(sse(chunk(text, nullptr, false))); });
-            ok = write(sse(chunk("", out.finish_reason, false)));
+            ChatReplyStream stream(syntax);
+            bool made_calls = false;
+            const auto send = [&](const ChatReplyDelta& d) {
+              if (d.empty()) return true;
+              made_calls = made_calls || !d.tool_calls.empty();
+              json c = chunk("", nullptr, false);
+              c["choices"][0]["delta"] = delta_json(d);
+              return write(sse(c));
+            };
+            // Replies with nothing to split out stream as they come.
+            const bool parse = chat && (syntax.tool_calls || syntax.reasoning);
+            out = generate(lease->index(), prompt, options, [&](const std::string& text) {
+              return parse ? send(stream.feed(text)) : write(sse(chunk(text, nullptr, false)));
+            });
+            if (parse) {
+              ok = send(stream.finish());
+              out.finish_reason = with_calls(out.finish_reason, made_calls);
+            }
+            ok = ok && write(sse(chunk("", out.finish_reason, false)));
             if (ok && request.include_usage) {
               ok = write(sse(json{{"id", id},
                                   {"object", object},
@@ -425,7 +514,7 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
   // generation cancelled instead of running to max_tokens.
   res.set_chunked_content_provider(
       "application/json",
-      [this, lease, prompt, request, options, id, created, model, chat](size_t, httplib::DataSink& sink) {
+      [this, lease, prompt, request, options, id, created, model, chat, syntax](size_t, httplib::DataSink& sink) {
         std::string text = request.echo ? request.prompt : "";
         int n_pieces = 0;
         const Outcome out = generate(lease->index(), prompt, options, [&](const std::string& piece) {
@@ -434,7 +523,11 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
         });
         json choice = {{"index", 0}, {"finish_reason", out.finish_reason}, {"logprobs", nullptr}};
         if (chat) {
-          choice["message"] = {{"role", "assistant"}, {"content", text}};
+          // Replies with nothing to split out are the text as generated.
+          const ChatReply reply =
+              syntax.tool_calls || syntax.reasoning ? parse_chat_reply(text, syntax) : ChatReply{text, "", {}};
+          choice["message"] = message_json(reply);
+          choice["finish_reason"] = with_calls(out.finish_reason, !reply.tool_calls.empty());
         } else {
           choice["text"] = text;
         }

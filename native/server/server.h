@@ -48,9 +48,12 @@ struct ServerOptions {
   size_t max_body_bytes = 8u << 20;
   double shutdown_deadline_s = 10;
   std::string session_path;  // slot 0's conversation: restored at start, saved at stop
-  // Requests with fields we do not implement (tools, response_format, logprobs, ...):
+  // Requests with fields we do not implement (tools, logprobs, suffix, ...):
   // false: 400 naming the field; true: served without them, with a warning line.
   bool lenient = false;
+  // Reasoning (text between think markers) of templates that reason: true (auto): in
+  // `reasoning_content`; false (`--reasoning-format none`): kept inline in the content.
+  bool split_reasoning = true;
   // One line per request on stderr: method, path, status, tokens, milliseconds.
   bool access_log = true;
 };

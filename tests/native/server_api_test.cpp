@@ -151,15 +151,15 @@ TEST_CASE("server api: fields that change the reply but are not implemented are 
   };
   using V = std::vector<std::string>;
   // Each asks for a different reply than the one we would send.
-  CHECK(fields(R"({"tools": [{"type": "function", "function": {"name": "f"}}]})") == V{"tools"});
-  CHECK(fields(R"({"tool_choice": "required"})") == V{"tool_choice"});
+  // Tools are served now (parse_generation_request reads them); the legacy fields are not.
+  CHECK(fields(R"({"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "required"})").empty());
   CHECK(fields(R"({"functions": [{"name": "f"}], "function_call": {"name": "f"}})") == V{"functions", "function_call"});
-  CHECK(fields(R"({"response_format": {"type": "json_object"}})") == V{"response_format"});
-  CHECK(fields(R"({"response_format": {"type": "json_schema", "json_schema": {}}})") == V{"response_format"});
   CHECK(fields(R"({"logprobs": true, "top_logprobs": 3})") == V{"logprobs", "top_logprobs"});
-  CHECK(fields(R"({"grammar": "root ::= x", "json_schema": {}})") == V{"json_schema", "grammar"});
   CHECK(fields(R"({"modalities": ["text", "audio"], "audio": {"voice": "x"}})") == V{"audio", "modalities"});
   CHECK(fields(R"({"web_search_options": {}})") == V{"web_search_options"});
+  // Output constraints are served now (parse_generation_request reads them).
+  CHECK(fields(R"({"response_format": {"type": "json_object"}, "grammar": "root ::= x", "json_schema": {}})").empty());
+  CHECK(fields(R"({"grammar": "root ::= x", "json_schema": {}})", Endpoint::Completions).empty());
   CHECK(fields(R"({"logprobs": 0, "suffix": "end", "best_of": 2})", Endpoint::Completions) ==
         V{"suffix", "logprobs", "best_of"});
   CHECK(fields(R"({"input": "x", "dimensions": 64})", Endpoint::Embeddings) == V{"dimensions"});
@@ -175,12 +175,68 @@ TEST_CASE("server api: fields that change the reply but are not implemented are 
   CHECK(fields(R"({"suffix": "x", "dimensions": 3})").empty());
   CHECK(fields("[1]").empty());  // not an object: parse_generation_request refuses it
 
-  const ApiError e = unsupported_field_error("response_format");
+  const ApiError e = unsupported_field_error("logprobs");
   CHECK(e.status == 400);
-  CHECK(e.param == "response_format");
+  CHECK(e.param == "logprobs");
   CHECK(e.code == "unsupported_parameter");
-  CHECK_THAT(e.what(), Catch::Contains("'response_format' is not supported") && Catch::Contains("JSON mode") &&
+  CHECK_THAT(e.what(), Catch::Contains("'logprobs' is not supported") && Catch::Contains("log probabilities") &&
                            Catch::Contains("--lenient"));
+}
+
+TEST_CASE("server api: grammar, json_schema and response_format constrain the output", "[server][grammar]") {
+  const auto parse = [](const std::string& fields, bool chat = true) {
+    const std::string prompt = chat ? R"("messages": [{"role": "user", "content": "hi"}])" : R"("prompt": "hi")";
+    return parse_generation_request("{" + prompt + (fields.empty() ? "" : ", ") + fields + "}", chat, 100);
+  };
+  const auto refusal = [&](const std::string& fields, bool chat = true) {
+    try {
+      parse(fields, chat);
+    } catch (const ApiError& e) {
+      return e.param + " (" + e.code + "): " + e.what();
+    }
+    return std::string("(no error)");
+  };
+  const GenerationRequest none = parse("");
+  CHECK(!none.grammar);
+  CHECK(!none.json_schema);
+  CHECK(!none.json_object);
+
+  const GenerationRequest g = parse(R"("grammar": "root ::= \"x\"")", false);
+  CHECK(g.grammar == R"(root ::= "x")");
+  CHECK(g.constraint_field == "grammar");
+  const GenerationRequest s = parse(R"("json_schema": {"type": "integer"})", false);
+  CHECK(json::parse(*s.json_schema) == json{{"type", "integer"}});
+  CHECK(s.constraint_field == "json_schema");
+  const GenerationRequest o = parse(R"("response_format": {"type": "json_object"})");
+  CHECK(o.json_object);
+  CHECK(o.constraint_field == "response_format");
+  const GenerationRequest rf = parse(
+      R"("response_format": {"type": "json_schema", "json_schema": {"name": "n", "strict": true, "schema": {"type": "boolean"}}})");
+  CHECK(json::parse(*rf.json_schema) == json{{"type", "boolean"}});
+  CHECK(rf.constraint_field == "response_format.json_schema.schema");
+  // OpenAI's schema is optional: then any JSON value.
+  CHECK(parse(R"("response_format": {"type": "json_schema", "json_schema": {"name": "n"}})").json_schema == "{}");
+  const GenerationRequest text = parse(R"("response_format": {"type": "text"})");
+  CHECK((!text.json_object && !text.json_schema));
+
+  CHECK(refusal(R"("grammar": "root ::= x", "json_schema": {})") ==
+        "grammar (invalid_value): 'grammar' and 'json_schema' each constrain the output: give at most one of them");
+  CHECK(refusal(R"("json_schema": {}, "response_format": {"type": "json_object"})") ==
+        "json_schema (invalid_value): 'json_schema' and 'response_format' each constrain the output: give at most "
+        "one of them");
+  CHECK(refusal(R"("grammar": 3)") == "grammar (invalid_type): 'grammar' must be a string (a GBNF grammar), got integer");
+  CHECK(refusal(R"("grammar": "")") == "grammar (invalid_value): 'grammar' must not be empty");
+  CHECK(refusal(R"("json_schema": "x")") ==
+        "json_schema (invalid_type): 'json_schema' must be an object (a JSON schema), got string");
+  CHECK(refusal(R"("response_format": {"type": "xml"})") ==
+        "response_format.type (unsupported_value): 'response_format.type' must be text, json_object or json_schema; "
+        "got 'xml'");
+  CHECK(refusal(R"("response_format": {"type": "json_schema"})") ==
+        "response_format.json_schema (missing_required_parameter): 'response_format.json_schema' is required for "
+        "type json_schema");
+  CHECK(refusal(R"("response_format": {"type": "json_schema", "json_schema": {"schema": []}})") ==
+        "response_format.json_schema.schema (invalid_type): 'response_format.json_schema.schema' must be an object "
+        "(a JSON schema), got array");
 }
 
 TEST_CASE("server api: embeddings input", "[server]") {
@@ -203,6 +259,67 @@ TEST_CASE("server api: usage and error bodies", "[server]") {
   const ApiError e(429, "busy", "", "rate_limit_exceeded", "rate_limit_error");
   CHECK(e.body()["error"]["param"].is_null());
   CHECK(e.body()["error"]["type"] == "rate_limit_error");
+}
+
+}  // namespace runnel::server
+
+namespace runnel::server {
+
+TEST_CASE("server api: tools, tool_choice and tool conversations are parsed", "[server][tools]") {
+  const GenerationRequest r = chat(R"({
+    "messages": [{"role": "user", "content": "weather?"},
+                 {"role": "assistant", "content": null, "reasoning_content": "think",
+                  "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}},
+                                 {"id": "c2", "type": "function", "function": {"name": "get_time", "arguments": {"zone": "UTC"}}}]},
+                 {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+                 {"role": "tool", "tool_call_id": "c2", "name": "clock", "content": "noon"}],
+    "tools": [{"type": "function", "function": {"name": "get_weather", "description": "d",
+               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}},
+              {"type": "function", "function": {"name": "get_time"}}],
+    "tool_choice": {"type": "function", "function": {"name": "get_time"}}, "parallel_tool_calls": false})");
+  REQUIRE(r.messages.size() == 4);
+  CHECK(r.messages[1].content.empty());
+  CHECK(r.messages[1].reasoning_content == "think");
+  REQUIRE(r.messages[1].tool_calls.size() == 2);
+  CHECK(r.messages[1].tool_calls[0].name == "get_weather");
+  CHECK(r.messages[1].tool_calls[0].arguments == R"({"city": "Oslo"})");
+  CHECK(r.messages[1].tool_calls[0].id == "c1");
+  CHECK(r.messages[1].tool_calls[1].arguments == R"({"zone":"UTC"})");
+  CHECK(r.messages[2].tool_call_id == "c1");
+  CHECK(r.messages[2].name == "get_weather");  // from the call it answers
+  CHECK(r.messages[3].name == "clock");        // as sent
+  REQUIRE(r.tools.tools.size() == 2);
+  CHECK(r.tools.tools[0].name == "get_weather");
+  CHECK(r.tools.tools[0].description == "d");
+  CHECK(r.tools.tools[0].parameters == R"({"properties":{"city":{"type":"string"}},"type":"object"})");
+  CHECK(r.tools.tools[1].parameters.empty());
+  CHECK(r.tools.choice == ToolChoice::Function);
+  CHECK(r.tools.function == "get_time");
+  CHECK_FALSE(r.tools.parallel);
+  CHECK(chat(R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})").tools.choice ==
+        ToolChoice::Required);
+  CHECK(chat(R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "none"})").tools.choice ==
+        ToolChoice::None);
+  CHECK(chat(R"({"messages": [{"role": "user", "content": "x"}]})").tools.choice == ToolChoice::Auto);
+}
+
+TEST_CASE("server api: malformed tools and tool messages name the field", "[server][tools]") {
+  const std::string m = R"("messages": [{"role": "user", "content": "x"}])";
+  const auto param = [&](const std::string& fields) { return error_of("{" + m + ", " + fields + "}").param; };
+  CHECK(param(R"("tools": {})") == "tools");
+  CHECK(param(R"("tools": [{"type": "retrieval"}])") == "tools[0].type");
+  CHECK(param(R"("tools": [{"type": "function"}])") == "tools[0].function");
+  CHECK(param(R"("tools": [{"type": "function", "function": {"name": 3}}])") == "tools[0].function.name");
+  CHECK(param(R"("tools": [{"type": "function", "function": {"name": "f", "parameters": []}}])") ==
+        "tools[0].function.parameters");
+  CHECK(param(R"("tool_choice": "any")") == "tool_choice");
+  CHECK(param(R"("tool_choice": {"type": "function"})") == "tool_choice");
+  CHECK(param(R"("parallel_tool_calls": "yes")") == "parallel_tool_calls");
+  CHECK(error_of(R"({"messages": [{"role": "tool", "content": "x"}]})").param == "messages[0].tool_call_id");
+  CHECK(error_of(R"({"messages": [{"role": "user", "content": "x", "tool_calls": []}]})").param ==
+        "messages[0].tool_calls");
+  CHECK(error_of(R"({"messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "{x"}}]}]})")
+            .param == "messages[0].tool_calls[0].function.arguments");
 }
 
 }  // namespace runnel::server

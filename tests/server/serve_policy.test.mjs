@@ -45,8 +45,7 @@ test('a busy port: the second server exits 1 with one error line and no SIGTERM 
 
 test('fields the server does not implement get a 400 naming them; harmless values are served', async () => {
   const refused = [
-    [() => client.chat.completions.create({ messages: question, response_format: { type: 'json_object' } }), 'response_format'],
-    [() => client.chat.completions.create({ messages: question, tools: [weatherTool] }), 'tools'],
+    [() => client.chat.completions.create({ messages: question, functions: [weatherTool.function] }), 'functions'],
     [() => client.chat.completions.create({ messages: question, logprobs: true, top_logprobs: 2 }), 'logprobs'],
     [() => client.completions.create({ prompt: 'Once upon a time', logprobs: 2 }), 'logprobs'],
     [() => client.completions.create({ prompt: 'Once upon a time', suffix: 'The end.' }), 'suffix'],
@@ -114,14 +113,14 @@ test('--lenient: the request is served without the fields, and a warning names t
   try {
     const c = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'x', maxRetries: 0 });
     const r = await c.chat.completions.create({
-      messages: question, temperature: 0, max_tokens: 4, response_format: { type: 'json_object' }, tools: [weatherTool],
+      messages: question, temperature: 0, max_tokens: 4, functions: [weatherTool.function],
     });
     assert.equal(r.choices[0].message.role, 'assistant');
     assert.equal(r.usage.completion_tokens, 4);
     await waitForStderr(s, /^POST \/v1\/chat\/completions 200 prompt=\d+ completion=4 finish=length \d+ms$/m);
     const warnings = s.stderr().split('\n').filter((l) => l.includes('warning'));
     assert.deepEqual(warnings, [
-      'runnel serve: warning: POST /v1/chat/completions: ignoring unsupported tools, response_format (--lenient)',
+      'runnel serve: warning: POST /v1/chat/completions: ignoring unsupported functions (--lenient)',
     ]);
   } finally {
     assert.equal((await stopServer(s)).code, 0);
@@ -132,7 +131,7 @@ test('--log-disable: no line per request', async () => {
   const s = await startServer(['--log-disable', '--lenient']);
   try {
     const c = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'x', maxRetries: 0 });
-    await c.chat.completions.create({ messages: question, max_tokens: 2, tools: [weatherTool] });
+    await c.chat.completions.create({ messages: question, max_tokens: 2, functions: [weatherTool.function] });
     await assert.rejects(c.chat.completions.create({ messages: [] }), (e) => e.status === 400);
     await fetch(`${s.url}/health`);
   } finally {

@@ -124,7 +124,8 @@ for (const op of ['info', 'tokenize', 'detokenize', 'embed', 'applyChatTemplate'
 // the field.
 const kNumberParams = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'typicalP', 'repeatPenalty',
   'frequencyPenalty', 'presencePenalty', 'penaltyLastN', 'seed'];
-const kKnownParams = new Set([...kNumberParams, 'stop', 'logitBias', 'chatTemplateKwargs', 'signal']);
+const kKnownParams = new Set([...kNumberParams, 'stop', 'logitBias', 'grammar', 'jsonSchema', 'chatTemplateKwargs',
+  'tools', 'toolChoice', 'parallelToolCalls', 'signal']);
 
 // chatTemplateKwargs: the server's chat_template_kwargs (template variables such as
 // Qwen3's enable_thinking); the engine refuses keys it does not know, by name.
@@ -156,6 +157,19 @@ function checkParams(params) {
     throw new TypeError('stop must be a string or an array of strings');
   }
   if (p.logitBias !== undefined) p.logitBias = checkLogitBias(p.logitBias);
+  // The output constraint (the server's grammar / json_schema): GBNF text, or a JSON
+  // schema (an object, or its JSON text). The engine compiles it and names the line and
+  // column of a grammar error.
+  if (p.grammar !== undefined && (typeof p.grammar !== 'string' || p.grammar === '')) {
+    throw new TypeError('grammar must be a non-empty string (a GBNF grammar)');
+  }
+  if (p.jsonSchema !== undefined && typeof p.jsonSchema !== 'string' && typeof p.jsonSchema !== 'boolean' &&
+      (p.jsonSchema === null || typeof p.jsonSchema !== 'object' || Array.isArray(p.jsonSchema))) {
+    throw new TypeError('jsonSchema must be a JSON schema: an object, or its JSON text');
+  }
+  if (p.grammar !== undefined && p.jsonSchema !== undefined) {
+    throw new TypeError('grammar and jsonSchema each constrain the output: give at most one of them');
+  }
   const { signal, chatTemplateKwargs, ...rest } = p;
   return { params: rest, signal, chatTemplateKwargs: checkTemplateKwargs(chatTemplateKwargs) };
 }
@@ -184,6 +198,9 @@ export class Session {
     this.handle = handle;
     this.contextSize = contextSize;
     this.lastStats = null; // the stats of the last finished generation
+    // The last chat generation's reply split up: { content, reasoning, toolCalls:
+    // [{ id, name, arguments (an object) }] } (null after generate()).
+    this.lastReply = null;
     this.busy = false;
   }
 
@@ -222,14 +239,25 @@ export class Session {
       if (!request.messages) throw new TypeError('chatTemplateKwargs: only for chat(messages)');
       request = { ...request, chatTemplateKwargs };
     }
+    for (const key of ['tools', 'toolChoice', 'parallelToolCalls']) {
+      if (params[key] !== undefined && !request.messages) throw new TypeError(`${key}: only for chat(messages)`);
+    }
+    if (params.tools !== undefined && !Array.isArray(params.tools)) {
+      throw new TypeError('tools must be an array of { name, description?, parameters? }');
+    }
     if (this.handle === null) throw new Error('this session was disposed');
     if (this.busy) throw new Error('this session is already generating; one generation at a time');
     this.busy = true;
+    this.lastReply = null;
     try {
       if (signal?.aborted) return;
       yield* this.model.backend.generate(this.handle, { ...request, params }, {
         signal,
-        onDone: (stats) => (this.lastStats = stats),
+        onDone: (stats) => {
+          const { reply, ...rest } = stats ?? {};
+          this.lastStats = stats ? rest : null;
+          this.lastReply = reply ?? null;
+        },
       });
     } finally {
       this.busy = false;

@@ -14,12 +14,16 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core/chat/chat_template.h"
+#include "core/chat/tool_calls.h"
 #include "core/kv/kv_cache.h"
+#include "core/runtime/chat_request.h"
 #include "core/runtime/engine.h"
 #include "core/runtime/memory_plan.h"
 #include "core/runtime/request.h"
@@ -60,6 +64,9 @@ struct SessionSlot {
   std::unique_ptr<Session> session;
   std::unique_ptr<RequestRun> run;
   uint64_t bytes_read_at_start = 0;
+  // A chat generation's reply is split into content, reasoning and tool calls at its end.
+  std::optional<ChatSyntax> chat_syntax;
+  std::string text;  // generated so far
 };
 
 std::map<int, std::unique_ptr<LoadedModel>> g_models;
@@ -198,17 +205,133 @@ SamplerParams sampler_params(const json& p, int n_vocab) {
   return s;
 }
 
+// A message's tool calls: OpenAI's tool_calls ([{id, function: {name, arguments}}]) or
+// the objects lastReply.toolCalls holds ([{id, name, arguments}]); arguments as an
+// object or its JSON text.
+std::vector<ChatToolCall> parse_message_calls(const json& calls) {
+  if (!calls.is_array()) throw std::invalid_argument("toolCalls must be an array, got " + calls.dump());
+  std::vector<ChatToolCall> out;
+  for (const json& c : calls) {
+    const json& f = c.is_object() && c.contains("function") ? c["function"] : c;
+    if (!f.is_object() || !f.contains("name") || !f["name"].is_string()) {
+      throw std::invalid_argument("a tool call needs a string name, got " + c.dump());
+    }
+    ChatToolCall call{f["name"].get<std::string>(), "{}", c.value("id", std::string())};
+    if (f.contains("arguments")) {
+      const json& a = f["arguments"];
+      call.arguments = a.is_string() ? a.get<std::string>() : a.dump();
+      if (!json::accept(call.arguments)) {
+        throw std::invalid_argument("the arguments of tool call '" + call.name + "' are not JSON: " + call.arguments);
+      }
+    }
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
 std::vector<ChatMessage> parse_messages(const json& j) {
   if (!j.is_array() || j.empty()) throw std::invalid_argument("messages must be a non-empty array");
   std::vector<ChatMessage> out;
   for (const json& m : j) {
-    if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
-        !m["content"].is_string()) {
+    const json* calls = nullptr;
+    if (m.is_object()) {
+      for (const char* key : {"toolCalls", "tool_calls"}) {
+        if (m.contains(key) && !m[key].is_null()) calls = &m[key];
+      }
+    }
+    const bool null_content = m.is_object() && (!m.contains("content") || m["content"].is_null());
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string() ||
+        !((m.contains("content") && m["content"].is_string()) || (calls && null_content))) {
       throw std::invalid_argument("each message needs a string role and a string content, got " + m.dump());
     }
-    out.push_back(ChatMessage{m["role"].get<std::string>(), m["content"].get<std::string>()});
+    ChatMessage message{m["role"].get<std::string>(), null_content ? "" : m["content"].get<std::string>()};
+    if (calls) message.tool_calls = parse_message_calls(*calls);
+    for (const char* key : {"toolCallId", "tool_call_id"}) {
+      if (m.contains(key) && m[key].is_string()) message.tool_call_id = m[key].get<std::string>();
+    }
+    if (message.role == "tool" && message.tool_call_id.empty()) {
+      throw std::invalid_argument("a tool message needs toolCallId (the id of the call it answers), got " + m.dump());
+    }
+    if (m.contains("name") && m["name"].is_string()) message.name = m["name"].get<std::string>();
+    for (const char* key : {"reasoning", "reasoning_content"}) {
+      if (m.contains(key) && m[key].is_string()) message.reasoning_content = m[key].get<std::string>();
+    }
+    out.push_back(std::move(message));
+  }
+  // A tool message's function name, for templates that print it: the call it answers.
+  for (ChatMessage& t : out) {
+    if (t.role != "tool" || !t.name.empty()) continue;
+    for (const ChatMessage& a : out) {
+      for (const ChatToolCall& c : a.tool_calls) {
+        if (c.id == t.tool_call_id) t.name = c.name;
+      }
+    }
   }
   return out;
+}
+
+// params.tools ([{name, description?, parameters?}], or OpenAI's {type: "function",
+// function: {...}}), params.toolChoice ("auto" | "none" | "required" | a tool's name |
+// {type: "function", function: {name}}), params.parallelToolCalls.
+ChatToolOptions tool_options(const json& p) {
+  ChatToolOptions out;
+  if (p.contains("tools") && !p["tools"].is_null()) {
+    const json& tools = p["tools"];
+    if (!tools.is_array()) throw RequestError("tools must be an array, got " + tools.dump(), "tools");
+    for (const json& t : tools) {
+      if (t.is_object() && t.contains("type") && t["type"] != "function") {
+        throw RequestError("tool type " + t["type"].dump() + " is not supported (function only)", "tools");
+      }
+      const json& f = t.is_object() && t.contains("function") ? t["function"] : t;
+      if (!f.is_object() || !f.contains("name") || !f["name"].is_string()) {
+        throw RequestError("a tool needs a string name, got " + t.dump(), "tools");
+      }
+      ChatTool tool{f["name"].get<std::string>(), f.value("description", std::string())};
+      if (f.contains("parameters") && !f["parameters"].is_null()) {
+        if (!f["parameters"].is_object()) {
+          throw RequestError("the parameters of tool '" + tool.name + "' must be an object (a JSON schema)", "tools");
+        }
+        tool.parameters = f["parameters"].dump();
+      }
+      out.tools.push_back(std::move(tool));
+    }
+  }
+  if (p.contains("toolChoice") && !p["toolChoice"].is_null()) {
+    const json& c = p["toolChoice"];
+    if (c == "auto") {
+      out.choice = ToolChoice::Auto;
+    } else if (c == "none") {
+      out.choice = ToolChoice::None;
+    } else if (c == "required") {
+      out.choice = ToolChoice::Required;
+    } else if (c.is_string() || (c.is_object() && c.contains("function") && c["function"].is_object() &&
+                                 c["function"].contains("name") && c["function"]["name"].is_string())) {
+      out.choice = ToolChoice::Function;
+      out.function = c.is_string() ? c.get<std::string>() : c["function"]["name"].get<std::string>();
+    } else {
+      throw RequestError("toolChoice must be auto, none, required or a tool's name, got " + c.dump(), "toolChoice");
+    }
+  }
+  if (p.contains("parallelToolCalls") && !p["parallelToolCalls"].is_null()) {
+    if (!p["parallelToolCalls"].is_boolean()) {
+      throw RequestError("parallelToolCalls must be a boolean", "parallelToolCalls");
+    }
+    out.parallel = p["parallelToolCalls"].get<bool>();
+  }
+  return out;
+}
+
+// The reply of a chat generation: {content, reasoning, toolCalls: [{id, name, arguments}]}
+// with arguments as an object.
+json reply_json(const SessionSlot& slot) {
+  const ChatSyntax& syntax = *slot.chat_syntax;
+  const ChatReply reply = syntax.tool_calls || syntax.reasoning ? parse_chat_reply(slot.text, syntax)
+                                                                : ChatReply{slot.text, "", {}};
+  json calls = json::array();
+  for (const ChatToolCall& c : reply.tool_calls) {
+    calls.push_back({{"id", c.id}, {"name", c.name}, {"arguments", json::parse(c.arguments, nullptr, false)}});
+  }
+  return {{"content", reply.content}, {"reasoning", reply.reasoning}, {"toolCalls", calls}};
 }
 
 // chatTemplateKwargs: the template variables runnel knows (enable_thinking), as
@@ -247,6 +370,27 @@ PromptInput prompt_input(const json& r) {
     return PromptInput::from_text(r["text"].get<std::string>(), r.value("parseSpecial", true));
   }
   throw std::invalid_argument("a prompt needs text, tokens or messages");
+}
+
+// params.grammar (GBNF text) or params.jsonSchema (a schema object, or its JSON text):
+// the output constraint, compiled once for the request; null without one.
+std::shared_ptr<const Grammar> output_grammar(const Engine& engine, const json& p) {
+  const auto grammar = p.find("grammar");
+  const auto schema = p.find("jsonSchema");
+  const bool has_grammar = grammar != p.end() && !grammar->is_null();
+  const bool has_schema = schema != p.end() && !schema->is_null();
+  if (has_grammar && has_schema) {
+    throw RequestError("grammar and jsonSchema each constrain the output: give at most one of them", "grammar");
+  }
+  if (has_grammar) {
+    if (!grammar->is_string()) throw RequestError("grammar must be a string (a GBNF grammar)", "grammar");
+    return compile_grammar(engine, grammar->get<std::string>(), "grammar");
+  }
+  if (has_schema) {
+    return compile_json_schema(engine, schema->is_string() ? schema->get<std::string>() : schema->dump(),
+                               "jsonSchema");
+  }
+  return nullptr;
 }
 
 // params.stop: a string or an array of strings.
@@ -469,7 +613,28 @@ EMSCRIPTEN_KEEPALIVE int rn_generate_start(int session, const char* request_json
     options.max_tokens = field<int>(params, "maxTokens", 256);
     options.sampler = sampler_params(params, m.engine->config().n_vocab);
     options.stop = stop_strings(params);
-    const std::vector<TokenId> prompt = m.format->tokens(prompt_input(r));
+    options.grammar = output_grammar(*m.engine, params);
+    std::vector<TokenId> prompt;
+    slot.chat_syntax.reset();
+    slot.text.clear();
+    const bool has_tools = params.contains("tools") || params.contains("toolChoice");
+    if (r.contains("messages")) {
+      ChatToolOptions tools = tool_options(params);
+      tools.id_seed = std::random_device{}();
+      tools.id_seed = tools.id_seed << 32 | std::random_device{}();
+      ChatTurn turn = prepare_chat_turn(*m.engine, *m.format, parse_messages(r["messages"]), chat_options(r), tools);
+      if (turn.grammar && options.grammar) {
+        throw RequestError("grammar / jsonSchema cannot be combined with tool calls that need a grammar (toolChoice "
+                           "required or a tool's name, or a template without a native call format)",
+                           "grammar");
+      }
+      if (turn.grammar) options.grammar = std::move(turn.grammar);
+      prompt = std::move(turn.prompt);
+      slot.chat_syntax = turn.syntax;
+    } else {
+      if (has_tools) throw RequestError("tools: only for chat(messages)", "tools");
+      prompt = m.format->tokens(prompt_input(r));
+    }
     slot.bytes_read_at_start = m.store->bytes_read();
     slot.run = std::make_unique<RequestRun>(*slot.session, prompt, options);
     return 1;
@@ -483,9 +648,11 @@ EMSCRIPTEN_KEEPALIVE const char* rn_generate_step(int session) {
     if (!slot.run) throw std::invalid_argument("no generation in progress");
     std::string piece;
     const bool more = slot.run->next(piece);
+    slot.text += piece;
     json out = {{"piece", piece}, {"done", !more}};
     if (!more) {
       out["stats"] = stats_json(*slot.run, slot, model_of(slot.model));
+      if (slot.chat_syntax) out["stats"]["reply"] = reply_json(slot);
       slot.run.reset();
     }
     return answer(out.dump(-1, ' ', false, json::error_handler_t::replace));
@@ -498,7 +665,9 @@ EMSCRIPTEN_KEEPALIVE const char* rn_generate_stop(int session) {
     SessionSlot& slot = session_of(session);
     if (!slot.run) throw std::invalid_argument("no generation in progress");
     json out = {{"piece", slot.run->stop(FinishReason::Aborted)}, {"done", true}};
+    slot.text += out["piece"].get<std::string>();
     out["stats"] = stats_json(*slot.run, slot, model_of(slot.model));
+    if (slot.chat_syntax) out["stats"]["reply"] = reply_json(slot);
     slot.run.reset();
     return answer(out.dump(-1, ' ', false, json::error_handler_t::replace));
   });

@@ -333,3 +333,33 @@ TEST_CASE("json_schema: json_object_grammar walks give objects", "[json-schema]"
 
 }  // namespace
 }  // namespace runnel
+
+namespace runnel {
+
+TEST_CASE("json_schema: prefixed rules combine several schemas in one grammar", "[json-schema]") {
+  const json a = json::parse(R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 3}},
+      "required": ["n"]})");
+  const json b = json::parse(R"({"type": "array", "items": {"type": "string", "enum": ["x", "y"]}})");
+  const std::string rules_a = json_schema_rules(a, "t0-");
+  const std::string rules_b = json_schema_rules(b, "t1-");
+  // Every rule is renamed; literals and classes are untouched.
+  for (const std::string* rules : {&rules_a, &rules_b}) {
+    size_t line = 0;
+    while (line < rules->size()) {
+      CHECK(rules->compare(line, 1, "t") == 0);
+      line = rules->find('\n', line) + 1;
+    }
+  }
+  CHECK(rules_a.find("t0-root ::= ") != std::string::npos);
+  CHECK(rules_b.find("\"\\\"x\\\"\"") != std::string::npos);
+  const auto g = compile("root ::= t0-root | \"L\" t1-root\n" + rules_a + rules_b);
+  CHECK(matches(g, R"({"n": 4})"));
+  CHECK(matches(g, R"(L["x", "y"])"));
+  CHECK_FALSE(matches(g, R"({"n": 2})"));
+  CHECK_FALSE(matches(g, R"(["x"])"));
+  CHECK_FALSE(matches(g, R"(L{"n": 4})"));
+  // The unprefixed grammar is unchanged.
+  CHECK(json_schema_to_grammar(a).find("root ::= ") == 0);
+}
+
+}  // namespace runnel
