@@ -95,14 +95,15 @@ install_parity_deps() {
     || die "npm install in tests/parity failed"
 }
 
-# The server suite's npm dependencies (the official openai client), if missing.
+# The server suite's npm dependencies (the official openai client, zod for its
+# structured-output helper), if missing.
 install_server_deps() {
   local dir="$root/tests/server"
-  if [ -d "$dir/node_modules/openai" ]; then
+  if [ -d "$dir/node_modules/openai" ] && [ -d "$dir/node_modules/zod" ]; then
     echo "setup: server-test npm dependencies present"
     return 0
   fi
-  echo "setup: installing server-test npm dependencies (openai)"
+  echo "setup: installing server-test npm dependencies (openai, zod)"
   (cd "$dir" && npm ci --no-audit --no-fund) || die "npm ci in tests/server failed"
 }
 
