@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/chat/json_scan.h"
+
 namespace runnel::jinja {
 
 const Value* Dict::find(std::string_view key) const {
@@ -139,25 +141,7 @@ namespace {
 
 void json_string(const std::string& s, std::string& out) {
   out += '"';
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);  // ensure_ascii=False: UTF-8 passes through
-        }
-    }
-  }
+  out += json_scan::escape_string(s);
   out += '"';
 }
 

@@ -48,8 +48,9 @@ ObjectScan scan_object(std::string_view text, size_t pos);
 // The string a complete JSON string literal holds; nullopt when it is not one.
 std::optional<std::string> decode_string(std::string_view literal);
 
-// `s` as the inside of a JSON string literal (no quotes); byte by byte, so the escaping
-// of a prefix is a prefix of the escaping.
+// `s` as the inside of a JSON string literal (no quotes), as Python's json.dumps with
+// ensure_ascii=False writes it (tojson uses it too); byte by byte, so the escaping of a
+// prefix is a prefix of the escaping.
 std::string escape_string(std::string_view s);
 
 }  // namespace runnel::json_scan
