@@ -6,7 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 
-import { kNoEnd, model, parseMetrics, startServer, stopServer } from './lib/server.mjs';
+import { kNoEnd, model, parseMetrics, startServer, stopServer, startServerWithClient, stopServerCleanly } from './lib/server.mjs';
 import path from 'node:path';
 
 const alias = path.basename(model);
@@ -14,15 +14,8 @@ const alias = path.basename(model);
 let server;
 let client;
 
-before(async () => {
-  server = await startServer();
-  client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
-});
-
-after(async () => {
-  const { code } = await stopServer(server);
-  assert.equal(code, 0, server.stderr());
-});
+before(async () => ({ server, client } = await startServerWithClient()));
+after(() => stopServerCleanly(server));
 
 // Not "What is the capital of France?": under the default system prompt SmolLM2's first
 // token is a near-tie there (0.03 logits between "The" and "L"), which any kernel's

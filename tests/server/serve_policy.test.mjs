@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 
-import { kNoEnd, runServe, startServer, stopServer, waitForStderr } from './lib/server.mjs';
+import { kNoEnd, runServe, startServer, stopServer, waitForStderr, startServerWithClient, stopServerCleanly } from './lib/server.mjs';
 
 const question = [{ role: 'user', content: 'What is the name of the capital city of France?' }];
 const weatherTool = {
@@ -18,15 +18,8 @@ const weatherTool = {
 let server;
 let client;
 
-before(async () => {
-  server = await startServer();
-  client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
-});
-
-after(async () => {
-  const { code } = await stopServer(server);
-  assert.equal(code, 0, server.stderr());
-});
+before(async () => ({ server, client } = await startServerWithClient()));
+after(() => stopServerCleanly(server));
 
 // stderr lines written after `mark` (a length of server.stderr()).
 const linesSince = (s, mark) => s.stderr().slice(mark).split('\n').filter(Boolean);

@@ -8,22 +8,14 @@
 // is not asked to choose well, only to produce calls of the right shape.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import OpenAI from 'openai';
 
-import { startServer, stopServer } from './lib/server.mjs';
+import { startServerWithClient, stopServerCleanly } from './lib/server.mjs';
 
 let server;
 let client;
 
-before(async () => {
-  server = await startServer();
-  client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
-});
-
-after(async () => {
-  const { code } = await stopServer(server);
-  assert.equal(code, 0, server.stderr());
-});
+before(async () => ({ server, client } = await startServerWithClient()));
+after(() => stopServerCleanly(server));
 
 const weatherTool = {
   type: 'function',

@@ -1,10 +1,13 @@
 // Starts `runnel serve` on a free port for a test and stops it afterwards.
 //   RUNNEL_BIN / RUNNEL_BINARY: the binary (default build-release/runnel)
 //   RUNNEL_MODEL: the GGUF (default models/SmolLM2-135M-Instruct.Q4_1.gguf)
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+import OpenAI from 'openai';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const binary = process.env.RUNNEL_BIN ?? process.env.RUNNEL_BINARY ?? path.join(root, 'build-release/runnel');
@@ -86,4 +89,16 @@ export function parseMetrics(text) {
     out[line.slice(0, at)] = Number(line.slice(at + 1));
   }
   return out;
+}
+
+// startServer plus the official client pointed at it (no retries: a failure shows at once).
+export async function startServerWithClient(extraArgs = [], options = {}) {
+  const server = await startServer(extraArgs, options);
+  return { server, client: new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 }) };
+}
+
+// stopServer, failing unless the server exited with status 0 (its stderr as the message).
+export async function stopServerCleanly(server) {
+  const { code } = await stopServer(server);
+  assert.equal(code, 0, server.stderr());
 }
