@@ -15,6 +15,7 @@
 #include "core/kv/kv_cache.h"
 #include "core/model/config.h"
 #include "core/model/model.h"
+#include "core/runtime/logprobs.h"
 #include "core/host/parallel.h"
 #include "core/host/weight_store.h"
 #include "core/sampling/sampler.h"
@@ -54,6 +55,10 @@ struct GenerateParams {
   // logits; end-of-generation tokens are allowed only where the grammar may end, and
   // the generation ends (EndOfGeneration) where nothing more can follow.
   std::shared_ptr<const Grammar> grammar;
+  // >= 0: each generated token's log probability (core/runtime/logprobs.h, from the
+  // raw logits) and this many of its step's most likely tokens, in
+  // Generation::step_logprobs(). -1: off.
+  int logprobs = -1;
 };
 
 enum class StopReason { MaxTokens, EndOfGeneration, Callback, ContextFull };
@@ -220,6 +225,9 @@ class Generation {
 
   bool done() const { return done_; }
   const GenerationStats& stats() const { return stats_; }
+  // With GenerateParams::logprobs >= 0: the log probabilities of the token the last
+  // step() generated; null when it generated none (end of generation) or when off.
+  const StepLogprobs* step_logprobs() const { return has_logprobs_ ? &logprobs_ : nullptr; }
 
  private:
   struct GrammarState;  // the matcher and the mask of the next step (generate.cpp)
@@ -237,6 +245,9 @@ class Generation {
   int max_gen_ = 0;
   int step_ = 0;
   bool done_ = false;
+  std::vector<float> raw_logits_;  // logprobs: the step's logits before sampling
+  StepLogprobs logprobs_;
+  bool has_logprobs_ = false;
 };
 
 }  // namespace runnel

@@ -122,12 +122,15 @@ Generation::~Generation() = default;
 
 bool Generation::step(std::string& piece) {
   piece.clear();
+  has_logprobs_ = false;
   if (done_) return false;
   Session& s = session_;
   const Clock::time_point step_start = Clock::now();
   // ---- sample, stream, evaluate
   if (step_ > 0) s.run_pending(false, nullptr);  // the token sampled last
   if (params_.on_logits) params_.on_logits(step_, s.last_logits_);
+  // Masks and the sampler change the logits in place.
+  if (params_.logprobs >= 0) raw_logits_.assign(s.last_logits_.begin(), s.last_logits_.end());
   if (grammar_ && !constrain(s.last_logits_)) {
     // The grammar allows no token of this vocabulary here: nothing can follow.
     stats_.stop = StopReason::EndOfGeneration;
@@ -152,6 +155,10 @@ bool Generation::step(std::string& piece) {
     done_ = true;
   } else {
     sampler_.accept(id);
+    if (params_.logprobs >= 0) {
+      logprobs_ = token_logprobs(raw_logits_, id, params_.logprobs);
+      has_logprobs_ = true;
+    }
     if (s.position() == s.kv_.n_ctx() && s.shifts_context()) s.shift_context();
     s.tokens_.push_back(id);  // pending: evaluated when more is asked of this session
     s.last_logits_ = {};

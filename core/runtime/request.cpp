@@ -2,6 +2,7 @@
 #include "core/runtime/request.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -235,6 +236,7 @@ RequestRun::RequestRun(Session& session, const std::vector<TokenId>& prompt,
   gp.sampler = options.sampler;
   gp.on_logits = options.on_logits;
   gp.grammar = options.grammar;
+  gp.logprobs = options.logprobs;
 
   // ---- reuse the cached prefix; generate() recomputes the last position if nothing is new
   const size_t keep = common_prefix(session.tokens(), prompt);
@@ -258,28 +260,59 @@ bool RequestRun::next(std::string& piece) {
   if (done_) return false;
   std::string text;
   const bool more = generation_->step(text);
+  note_logprobs(text.size());
   piece = matcher_.push(text);
   if (matcher_.stopped()) {
     generation_->stop();  // its pending text lies past the stop string
     done_ = true;
     finish_ = FinishReason::Stop;
+    emitted_bytes_ += piece.size();
+    release_logprobs(false);
     return false;
   }
   if (!more) {
     piece += matcher_.flush();
     finish();
+    emitted_bytes_ += piece.size();
+    release_logprobs(true);
     return false;
   }
+  emitted_bytes_ += piece.size();
+  release_logprobs(false);
   return true;
 }
 
 std::string RequestRun::stop(FinishReason reason) {
   if (done_) return {};
   std::string out = matcher_.push(generation_->stop());
-  if (!matcher_.stopped()) out += matcher_.flush();
+  const bool stopped = matcher_.stopped();
+  if (!stopped) out += matcher_.flush();
   done_ = true;
   finish_ = reason;
+  emitted_bytes_ += out.size();
+  release_logprobs(!stopped);
   return out;
+}
+
+void RequestRun::note_logprobs(size_t n_text_bytes) {
+  if (const StepLogprobs* lp = generation_->step_logprobs()) {
+    pending_logprobs_.push_back({*lp, generated_bytes_});
+  }
+  generated_bytes_ += n_text_bytes;
+}
+
+void RequestRun::release_logprobs(bool all) {
+  size_t n = 0;
+  while (n < pending_logprobs_.size() && (all || pending_logprobs_[n].text_start < emitted_bytes_)) {
+    released_logprobs_.push_back(std::move(pending_logprobs_[n].logprobs));
+    ++n;
+  }
+  pending_logprobs_.erase(pending_logprobs_.begin(), pending_logprobs_.begin() + static_cast<std::ptrdiff_t>(n));
+  if (done_) pending_logprobs_.clear();  // the tokens of a stop string
+}
+
+std::vector<StepLogprobs> RequestRun::take_logprobs() {
+  return std::exchange(released_logprobs_, {});
 }
 
 std::unique_ptr<RequestRun> run_request(Session& session, const std::vector<TokenId>& prompt,

@@ -116,6 +116,9 @@ struct RequestOptions {
   // Constrains the output (GenerateParams::grammar): compile_grammar,
   // compile_json_schema or compile_json_object. Null: unconstrained.
   std::shared_ptr<const Grammar> grammar;
+  // >= 0: log probabilities of each generated token with this many alternatives
+  // (GenerateParams::logprobs), collected by RequestRun::take_logprobs(). -1: off.
+  int logprobs = -1;
 };
 
 // A request's GBNF grammar (core/sampling/README.md), compiled once against the
@@ -170,9 +173,25 @@ class RequestRun {
   int n_prompt() const { return n_prompt_; }  // the whole prompt's tokens
   int n_cached() const { return n_cached_; }  // of them, reused from the session's cache
   const GenerationStats& stats() const { return generation_->stats(); }
+  // With RequestOptions::logprobs >= 0: the log probabilities of the tokens whose text
+  // has been handed out since the last call, in order (call after next() or stop()). A
+  // token whose text is held back (a possible stop string) waits; once the run is done,
+  // the tokens that made up a stop string are dropped and the rest are released.
+  std::vector<StepLogprobs> take_logprobs();
 
  private:
   void finish();
+  void note_logprobs(size_t n_text_bytes);  // after each Generation::step
+  void release_logprobs(bool all);
+
+  struct PendingLogprobs {
+    StepLogprobs logprobs;
+    size_t text_start;  // where the token's text begins in the generated text
+  };
+  std::vector<PendingLogprobs> pending_logprobs_;
+  std::vector<StepLogprobs> released_logprobs_;
+  size_t generated_bytes_ = 0;  // text out of the generation so far
+  size_t emitted_bytes_ = 0;    // of it, handed out (the rest is held or was a stop string)
 
   std::unique_ptr<Generation> generation_;
   StopMatcher matcher_;

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <limits>
 
+#include "core/tokenizer/utf8.h"
+
 namespace runnel::server {
 namespace {
 
@@ -311,6 +313,26 @@ void parse_constraint(const json& req, GenerationRequest& out) {
   if (!given.empty()) out.constraint_field = given[0];
 }
 
+// Chat: logprobs (a boolean) and top_logprobs (0-20, only with logprobs true), as
+// OpenAI's chat API; completions: logprobs as a count (0-20; OpenAI's legacy API stops
+// at 5). The prompt's own log probabilities (echo) are not computed.
+void parse_logprobs(const json& req, GenerationRequest& out) {
+  const json* lp = field(req, "logprobs");
+  if (out.chat) {
+    const bool on = lp && boolean(req, "logprobs");
+    const int top = field(req, "top_logprobs") ? static_cast<int>(integer(req, "top_logprobs", 0, kMaxTopLogprobs)) : 0;
+    if (field(req, "top_logprobs") && !on) bad("'top_logprobs' needs 'logprobs': true", "top_logprobs");
+    if (on) out.logprobs = top;
+    return;
+  }
+  if (!lp) return;
+  out.logprobs = static_cast<int>(integer(req, "logprobs", 0, kMaxTopLogprobs));
+  if (out.echo) {
+    throw ApiError(400, "'echo' with 'logprobs' is not supported: the prompt's log probabilities are not computed",
+                   "echo", "unsupported_value");
+  }
+}
+
 // A request field this server does not implement, and the values of it that ask for
 // nothing (so that clients which always send, say, "tools": [] keep working).
 struct UnsupportedField {
@@ -333,12 +355,9 @@ constexpr UnsupportedField kUnsupportedFields[] = {
     {"modalities", "output other than text", true, false, false,
      [](const json& v) { return v == json::array({"text"}); }},
     {"web_search_options", "web search", true, false, false, never},
-    // Chat's logprobs is a boolean; completions' is a count, and even 0 asks for the
-    // chosen token's log probability.
-    {"logprobs", "log probabilities", true, false, false, [](const json& v) { return v == false; }},
-    {"logprobs", "log probabilities", false, true, false, never},
-    {"top_logprobs", "log probabilities", true, false, false, [](const json& v) { return v == 0; }},
-    {"n_probs", "token probabilities", true, true, false, [](const json& v) { return v == 0; }},
+    // llama-server's own probabilities format (OpenAI's logprobs is served).
+    {"n_probs", "llama-server's completion_probabilities (use logprobs)", true, true, false,
+     [](const json& v) { return v == 0; }},
     {"best_of", "the best of several completions", false, true, false, [](const json& v) { return v == 1; }},
     {"dimensions", "shortened embeddings", false, false, true, never},
 };
@@ -451,9 +470,8 @@ GenerationRequest generation_request_from_json(const json& req, bool chat, int n
     if (!s.is_number_integer()) wrong_type("seed", "an integer", s);
     out.sampler.seed = s.is_number_unsigned() ? s.get<uint64_t>() : static_cast<uint64_t>(s.get<int64_t>());
   }
-  if (field(req, "n") && integer(req, "n", 1, 128) != 1) {
-    throw ApiError(400, "'n' must be 1: this server generates one choice per request", "n", "unsupported_value");
-  }
+  if (field(req, "n")) out.n = static_cast<int>(integer(req, "n", 1, 8));
+  parse_logprobs(req, out);
   if (const json* stop = field(req, "stop")) {
     if (stop->is_string()) {
       out.stop.push_back(stop->get<std::string>());
@@ -558,6 +576,26 @@ std::string base64_floats(const std::vector<float>& v) {
     out += i + 2 < bytes.size() ? kAlphabet[n & 63] : '=';
   }
   return out;
+}
+
+json chat_logprobs(const Tokenizer& tokenizer, std::span<const StepLogprobs> steps) {
+  return {{"content", chat_logprobs_json(tokenizer, steps)}, {"refusal", nullptr}};
+}
+
+json completion_logprobs(const Tokenizer& tokenizer, std::span<const StepLogprobs> steps, size_t& offset) {
+  json tokens = json::array(), token_logprobs = json::array(), top = json::array(), offsets = json::array();
+  const auto text_of = [&](TokenId id) { return utf8_sanitize(token_bytes(tokenizer, id)); };
+  for (const StepLogprobs& s : steps) {
+    const std::string text = text_of(s.chosen.id);
+    tokens.push_back(text);
+    token_logprobs.push_back(s.chosen.logprob);
+    json alternatives = json::object();
+    for (const TokenLogprob& t : s.top) alternatives.emplace(text_of(t.id), t.logprob);  // the likeliest of equal texts
+    top.push_back(std::move(alternatives));
+    offsets.push_back(offset);
+    for (const char c : text) offset += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }
+  return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
 }
 
 json usage_json(const Usage& u) {

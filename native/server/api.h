@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -14,6 +15,7 @@
 
 #include "core/chat/chat_template.h"
 #include "core/runtime/chat_request.h"
+#include "core/runtime/logprobs.h"
 #include "core/runtime/request.h"
 #include "core/sampling/sampler.h"
 
@@ -46,6 +48,10 @@ struct GenerationRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool echo = false;           // completions: prepend the prompt to the text
+  // Log probabilities: -1 off, else how many alternatives each token lists (chat:
+  // logprobs true with top_logprobs 0-20; completions: logprobs 0-20).
+  int logprobs = -1;
+  int n = 1;  // choices (1-8), sampled after one prompt evaluation
   // The output constraint, at most one: a GBNF grammar (llama-server's `grammar`), a
   // JSON schema as JSON text (llama-server's `json_schema`, OpenAI's response_format
   // json_schema), or any JSON object (response_format json_object). constraint_field
@@ -73,7 +79,6 @@ enum class Endpoint { ChatCompletions, Completions, Embeddings };
 // the client a reply it did not ask for that looks like one it did. Harmless values are
 // not listed (functions: [], function_call: "none", logprobs: false), nor fields that are safe
 // to ignore (user, metadata, store, ...).
-// `n` > 1 is refused by parse_generation_request whatever the mode.
 std::vector<std::string> unsupported_fields(const json& body, Endpoint endpoint);
 // The 400 for one of them: param = the field, code "unsupported_parameter" (OpenAI's).
 ApiError unsupported_field_error(const std::string& field);
@@ -91,6 +96,15 @@ EmbeddingRequest embedding_request_from_json(const json& body);
 
 // Parses JSON text, turning syntax errors into a 400 that names the position.
 json parse_json_body(std::string_view body);
+
+// A choice's logprobs as OpenAI's chat API has them: {"content": [{"token", "logprob",
+// "bytes", "top_logprobs"}], "refusal": null}.
+json chat_logprobs(const Tokenizer& tokenizer, std::span<const StepLogprobs> steps);
+// As OpenAI's legacy completions API: {"tokens", "token_logprobs", "top_logprobs" (one
+// {token: logprob} object per token), "text_offset"}. text_offset counts characters
+// (code points) of the choice's text; `offset` is where these tokens start and is moved
+// past them (a stream's chunks continue it).
+json completion_logprobs(const Tokenizer& tokenizer, std::span<const StepLogprobs> steps, size_t& offset);
 
 // The usage block of a reply.
 struct Usage {

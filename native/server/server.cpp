@@ -349,20 +349,23 @@ void Server::release_slot(int index) {
 }
 
 Server::Outcome Server::generate(int slot, const std::vector<TokenId>& prompt, const RequestOptions& options,
-                                 const std::function<bool(const std::string&)>& emit) {
+                                 const Emit& emit) {
   std::lock_guard<std::mutex> compute(compute_mutex_);
   RequestRun run(*slots_[slot].session, prompt, options);
   std::string piece;
+  std::vector<StepLogprobs> logprobs;
   bool more = !run.done();
   while (more) {
     more = run.next(piece);
-    if (!piece.empty() && !emit(piece)) {
+    logprobs = run.take_logprobs();
+    if ((!piece.empty() || !logprobs.empty()) && !emit(piece, logprobs)) {
       run.stop(FinishReason::Aborted);  // the client went away
       break;
     }
     if (more && shutting_down_ && now_ns() > deadline_ns_) {
       const std::string rest = run.stop(FinishReason::Cut);
-      if (!rest.empty()) emit(rest);
+      logprobs = run.take_logprobs();
+      if (!rest.empty() || !logprobs.empty()) emit(rest, logprobs);
       std::fprintf(stderr, "runnel serve: --shutdown-timeout cut a generation after %d tokens\n",
                    run.stats().n_generated);
       break;
@@ -423,6 +426,7 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
     options.sampler = request.sampler;
     options.stop = request.stop;
     options.max_tokens = request.max_tokens ? *request.max_tokens : -1;
+    options.logprobs = request.logprobs;
     if (request.grammar) {
       options.grammar = compile_grammar(*engine_, *request.grammar, request.constraint_field);
     } else if (request.json_schema) {
@@ -451,8 +455,8 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
   const std::string model = options_.model_alias;
   const std::string object = chat ? "chat.completion.chunk" : "text_completion";
   // One streamed choice: content delta for chat, text for completions.
-  const auto chunk = [=](const std::string& text, const json& finish, bool first) {
-    json choice = {{"index", 0}, {"finish_reason", finish}, {"logprobs", nullptr}};
+  const auto chunk = [=](int index, const std::string& text, const json& finish, bool first) {
+    json choice = {{"index", index}, {"finish_reason", finish}, {"logprobs", nullptr}};
     if (chat) {
       json delta = json::object();
       if (first) delta["role"] = "assistant";
@@ -463,46 +467,91 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
     }
     return json{{"id", id}, {"object", object}, {"created", created}, {"model", model}, {"choices", {choice}}};
   };
-
+  // Choice i samples with seed + i (choice 0 is the reply n = 1 gives) and numbers its
+  // tool calls apart; its prompt is the slot's cache after the first.
+  const auto choice_options = [options](int i) {
+    RequestOptions o = options;
+    o.sampler.seed += static_cast<uint64_t>(i);
+    return o;
+  };
+  const auto choice_syntax = [syntax](int i) {
+    ChatSyntax s = syntax;
+    s.id_seed += static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull;
+    return s;
+  };
+  // The usage of all choices: the prompt once, the completions summed.
+  const auto add_usage = [](Usage& total, const Outcome& out, int i) {
+    if (i == 0) {
+      total.prompt_tokens = out.usage.prompt_tokens;
+      total.cached_tokens = out.usage.cached_tokens;
+    }
+    total.completion_tokens += out.usage.completion_tokens;
+  };
   if (request.stream) {
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, lease, prompt, request, options, chunk, id, created, model, object, chat, syntax](
-            size_t, httplib::DataSink& sink) {
+        [this, lease, prompt, request, chunk, choice_options, choice_syntax, add_usage, id, created, model, object,
+         chat](size_t, httplib::DataSink& sink) {
+          const Tokenizer& tokenizer = engine_->tokenizer();
           const auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
-          bool ok = write(sse(chunk(chat ? "" : (request.echo ? request.prompt : ""), nullptr, true)));
-          Outcome out;
-          if (ok) {
+          bool ok = true;
+          Usage usage;
+          std::string finish;
+          for (int i = 0; ok && i < request.n; ++i) {
+            ok = write(sse(chunk(i, chat ? "" : (request.echo ? request.prompt : ""), nullptr, true)));
+            if (!ok) break;
+            const ChatSyntax syntax = choice_syntax(i);
             ChatReplyStream stream(syntax);
+            std::vector<StepLogprobs> held;  // of text not sent yet
+            size_t offset = 0;
+            // A chunk's logprobs: those of the tokens its text completes.
+            const auto take_logprobs = [&]() -> json {
+              if (request.logprobs < 0 || held.empty()) return nullptr;
+              json j = chat ? chat_logprobs(tokenizer, held) : completion_logprobs(tokenizer, held, offset);
+              held.clear();
+              return j;
+            };
             bool made_calls = false;
             const auto send = [&](const ChatReplyDelta& d) {
               if (d.empty()) return true;
               made_calls = made_calls || !d.tool_calls.empty();
-              json c = chunk("", nullptr, false);
+              json c = chunk(i, "", nullptr, false);
               c["choices"][0]["delta"] = delta_json(d);
-              return write(sse(c));
+              c["choices"][0]["logprobs"] = take_logprobs();
+              return ok = write(sse(c));
             };
             // Replies with nothing to split out stream as they come.
             const bool parse = chat && (syntax.tool_calls || syntax.reasoning);
-            out = generate(lease->index(), prompt, options, [&](const std::string& text) {
-              return parse ? send(stream.feed(text)) : write(sse(chunk(text, nullptr, false)));
-            });
-            if (parse) {
-              ok = send(stream.finish());
+            Outcome out = generate(lease->index(), prompt, choice_options(i),
+                                   [&](const std::string& text, std::vector<StepLogprobs>& logprobs) {
+                                     held.insert(held.end(), logprobs.begin(), logprobs.end());
+                                     if (parse) return send(stream.feed(text));
+                                     if (text.empty()) return true;
+                                     json c = chunk(i, text, nullptr, false);
+                                     c["choices"][0]["logprobs"] = take_logprobs();
+                                     return ok = write(sse(c));
+                                   });
+            if (parse && ok) {
+              send(stream.finish());
               out.finish_reason = with_calls(out.finish_reason, made_calls);
             }
-            ok = ok && write(sse(chunk("", out.finish_reason, false)));
-            if (ok && request.include_usage) {
-              ok = write(sse(json{{"id", id},
-                                  {"object", object},
-                                  {"created", created},
-                                  {"model", model},
-                                  {"choices", json::array()},
-                                  {"usage", usage_json(out.usage)}}));
-            }
-            if (ok) write("data: [DONE]\n\n");
+            json last = chunk(i, "", out.finish_reason, false);
+            last["choices"][0]["logprobs"] = take_logprobs();
+            ok = ok && write(sse(last));
+            add_usage(usage, out, i);
+            finish = out.finish_reason;
           }
+          if (request.n > 1) note_usage(usage, finish);
+          if (ok && request.include_usage) {
+            ok = write(sse(json{{"id", id},
+                                {"object", object},
+                                {"created", created},
+                                {"model", model},
+                                {"choices", json::array()},
+                                {"usage", usage_json(usage)}}));
+          }
+          if (ok) write("data: [DONE]\n\n");
           sink.done();
           return true;
         });
@@ -514,30 +563,51 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
   // generation cancelled instead of running to max_tokens.
   res.set_chunked_content_provider(
       "application/json",
-      [this, lease, prompt, request, options, id, created, model, chat, syntax](size_t, httplib::DataSink& sink) {
-        std::string text = request.echo ? request.prompt : "";
+      [this, lease, prompt, request, choice_options, choice_syntax, add_usage, id, created, model,
+       chat](size_t, httplib::DataSink& sink) {
+        const Tokenizer& tokenizer = engine_->tokenizer();
+        json choices = json::array();
+        Usage usage;
+        std::string finish;
+        bool gone = false;
         int n_pieces = 0;
-        const Outcome out = generate(lease->index(), prompt, options, [&](const std::string& piece) {
-          text += piece;
-          return ++n_pieces % 8 != 0 || sink.write(" ", 1);
-        });
-        json choice = {{"index", 0}, {"finish_reason", out.finish_reason}, {"logprobs", nullptr}};
-        if (chat) {
-          // Replies with nothing to split out are the text as generated.
-          const ChatReply reply =
-              syntax.tool_calls || syntax.reasoning ? parse_chat_reply(text, syntax) : ChatReply{text, "", {}};
-          choice["message"] = message_json(reply);
-          choice["finish_reason"] = with_calls(out.finish_reason, !reply.tool_calls.empty());
-        } else {
-          choice["text"] = text;
+        for (int i = 0; !gone && i < request.n; ++i) {
+          std::string text = request.echo ? request.prompt : "";
+          std::vector<StepLogprobs> logprobs;
+          const Outcome out = generate(lease->index(), prompt, choice_options(i),
+                                       [&](const std::string& piece, std::vector<StepLogprobs>& lps) {
+                                         text += piece;
+                                         logprobs.insert(logprobs.end(), lps.begin(), lps.end());
+                                         gone = ++n_pieces % 8 == 0 && !sink.write(" ", 1);
+                                         return !gone;
+                                       });
+          json choice = {{"index", i}, {"finish_reason", out.finish_reason}, {"logprobs", nullptr}};
+          if (request.logprobs >= 0) {
+            size_t offset = 0;
+            choice["logprobs"] = chat ? chat_logprobs(tokenizer, logprobs) : completion_logprobs(tokenizer, logprobs, offset);
+          }
+          if (chat) {
+            // Replies with nothing to split out are the text as generated.
+            const ChatSyntax syntax = choice_syntax(i);
+            const ChatReply reply =
+                syntax.tool_calls || syntax.reasoning ? parse_chat_reply(text, syntax) : ChatReply{text, "", {}};
+            choice["message"] = message_json(reply);
+            choice["finish_reason"] = with_calls(out.finish_reason, !reply.tool_calls.empty());
+          } else {
+            choice["text"] = text;
+          }
+          choices.push_back(std::move(choice));
+          add_usage(usage, out, i);
+          finish = out.finish_reason;
         }
+        if (request.n > 1) note_usage(usage, finish);
         const std::string body = json{{"id", id},
                                       {"object", chat ? "chat.completion" : "text_completion"},
                                       {"created", created},
                                       {"model", model},
-                                      {"choices", {choice}},
-                                      {"usage", usage_json(out.usage)}}
-                                     .dump();
+                                      {"choices", choices},
+                                      {"usage", usage_json(usage)}}
+                                     .dump(-1, ' ', false, json::error_handler_t::replace);
         sink.write(body.data(), body.size());
         sink.done();
         return true;

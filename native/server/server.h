@@ -91,8 +91,10 @@ class Server {
   void handle_embeddings(const httplib::Request& req, httplib::Response& res);
   std::shared_ptr<Lease> acquire_slot(const std::vector<TokenId>& prompt);
   void release_slot(int index);
-  Outcome generate(int slot, const std::vector<TokenId>& prompt, const RequestOptions& options,
-                   const std::function<bool(const std::string&)>& emit);
+  // Runs one choice; `emit` sees each piece of text with the log probabilities of the
+  // tokens it completes (RequestRun::take_logprobs), and returns false to abort.
+  using Emit = std::function<bool(const std::string& text, std::vector<StepLogprobs>& logprobs)>;
+  Outcome generate(int slot, const std::vector<TokenId>& prompt, const RequestOptions& options, const Emit& emit);
   void check_model_name(const std::string& model) const;
   std::string metrics_text();
   void count_request(const std::string& path, int status);

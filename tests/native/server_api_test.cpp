@@ -109,7 +109,14 @@ TEST_CASE("server api: bad requests are 400s naming the field", "[server]") {
       {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0})", true, "max_tokens", "[1, "},
       {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 2.5})", true, "max_tokens", "an integer"},
       {R"({"messages": [{"role": "user", "content": "x"}], "top_p": 0})", true, "top_p", "(0, 1]"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "n": 2})", true, "n", "must be 1"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "n": 9})", true, "n", "[1, 8]"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})", true, "top_logprobs",
+       "needs 'logprobs': true"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 21})", true,
+       "top_logprobs", "[0, 20]"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logprobs": 2})", true, "logprobs", "a boolean"},
+      {R"({"prompt": "x", "logprobs": true})", false, "logprobs", "an integer"},
+      {R"({"prompt": "x", "logprobs": 1, "echo": true})", false, "echo", "prompt's log probabilities"},
       {R"({"messages": [{"role": "user", "content": "x"}], "stop": ["a", "b", "c", "d", "e"]})", true, "stop",
        "at most 4"},
       {R"({"messages": [{"role": "user", "content": "x"}], "stop": [""]})", true, "stop", "must not be empty"},
@@ -154,14 +161,16 @@ TEST_CASE("server api: fields that change the reply but are not implemented are 
   // Tools are served now (parse_generation_request reads them); the legacy fields are not.
   CHECK(fields(R"({"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "required"})").empty());
   CHECK(fields(R"({"functions": [{"name": "f"}], "function_call": {"name": "f"}})") == V{"functions", "function_call"});
-  CHECK(fields(R"({"logprobs": true, "top_logprobs": 3})") == V{"logprobs", "top_logprobs"});
+  CHECK(fields(R"({"logprobs": true, "top_logprobs": 3, "n": 4})").empty());  // served now
+  CHECK(fields(R"({"logprobs": 2, "n": 2})", Endpoint::Completions).empty());
+  CHECK(fields(R"({"n_probs": 3})") == V{"n_probs"});  // llama-server's own format
   CHECK(fields(R"({"modalities": ["text", "audio"], "audio": {"voice": "x"}})") == V{"audio", "modalities"});
   CHECK(fields(R"({"web_search_options": {}})") == V{"web_search_options"});
   // Output constraints are served now (parse_generation_request reads them).
   CHECK(fields(R"({"response_format": {"type": "json_object"}, "grammar": "root ::= x", "json_schema": {}})").empty());
   CHECK(fields(R"({"grammar": "root ::= x", "json_schema": {}})", Endpoint::Completions).empty());
   CHECK(fields(R"({"logprobs": 0, "suffix": "end", "best_of": 2})", Endpoint::Completions) ==
-        V{"suffix", "logprobs", "best_of"});
+        V{"suffix", "best_of"});
   CHECK(fields(R"({"input": "x", "dimensions": 64})", Endpoint::Embeddings) == V{"dimensions"});
   // Values that ask for nothing, and fields that are safe to ignore, pass.
   CHECK(fields(R"({"tools": [], "tool_choice": "none", "functions": [], "function_call": "auto",
@@ -170,16 +179,15 @@ TEST_CASE("server api: fields that change the reply but are not implemented are 
                    "service_tier": "auto", "prediction": {"type": "content", "content": "x"}, "grammar": null})")
             .empty());
   CHECK(fields(R"({"suffix": "", "best_of": 1, "echo": true})", Endpoint::Completions).empty());
-  // Each endpoint has its own list: chat's logprobs is a boolean, "suffix" is completions' only.
-  CHECK(fields(R"({"logprobs": false})", Endpoint::Completions) == V{"logprobs"});
+  // Each endpoint has its own list: "suffix" is completions' only.
   CHECK(fields(R"({"suffix": "x", "dimensions": 3})").empty());
   CHECK(fields("[1]").empty());  // not an object: parse_generation_request refuses it
 
-  const ApiError e = unsupported_field_error("logprobs");
+  const ApiError e = unsupported_field_error("suffix");
   CHECK(e.status == 400);
-  CHECK(e.param == "logprobs");
+  CHECK(e.param == "suffix");
   CHECK(e.code == "unsupported_parameter");
-  CHECK_THAT(e.what(), Catch::Contains("'logprobs' is not supported") && Catch::Contains("log probabilities") &&
+  CHECK_THAT(e.what(), Catch::Contains("'suffix' is not supported") && Catch::Contains("insertion before a suffix") &&
                            Catch::Contains("--lenient"));
 }
 
@@ -237,6 +245,24 @@ TEST_CASE("server api: grammar, json_schema and response_format constrain the ou
   CHECK(refusal(R"("response_format": {"type": "json_schema", "json_schema": {"schema": []}})") ==
         "response_format.json_schema.schema (invalid_type): 'response_format.json_schema.schema' must be an object "
         "(a JSON schema), got array");
+}
+
+TEST_CASE("server api: logprobs and n", "[server][logprobs]") {
+  const auto chat = [](const std::string& fields) {
+    return parse_generation_request(R"({"messages": [{"role": "user", "content": "hi"}], )" + fields + "}", true, 100);
+  };
+  const auto completion = [](const std::string& fields) {
+    return parse_generation_request(R"({"prompt": "hi", )" + fields + "}", false, 100);
+  };
+  CHECK(chat(R"("n": 1)").logprobs == -1);
+  CHECK(chat(R"("logprobs": false)").logprobs == -1);
+  CHECK(chat(R"("logprobs": true)").logprobs == 0);
+  CHECK(chat(R"("logprobs": true, "top_logprobs": 20)").logprobs == 20);
+  CHECK(chat(R"("logprobs": null, "n": 8)").n == 8);
+  CHECK(completion(R"("logprobs": 0)").logprobs == 0);
+  CHECK(completion(R"("logprobs": 5, "n": 3)").logprobs == 5);
+  CHECK(completion(R"("logprobs": null)").logprobs == -1);
+  CHECK(completion(R"("n": 2)").n == 2);
 }
 
 TEST_CASE("server api: embeddings input", "[server]") {

@@ -39,8 +39,7 @@ test('a busy port: the second server exits 1 with one error line and no SIGTERM 
 test('fields the server does not implement get a 400 naming them; harmless values are served', async () => {
   const refused = [
     [() => client.chat.completions.create({ messages: question, functions: [weatherTool.function] }), 'functions'],
-    [() => client.chat.completions.create({ messages: question, logprobs: true, top_logprobs: 2 }), 'logprobs'],
-    [() => client.completions.create({ prompt: 'Once upon a time', logprobs: 2 }), 'logprobs'],
+    [() => client.chat.completions.create({ messages: question, n_probs: 2 }), 'n_probs'],
     [() => client.completions.create({ prompt: 'Once upon a time', suffix: 'The end.' }), 'suffix'],
     [() => client.embeddings.create({ input: 'cat', dimensions: 16 }), 'dimensions'],
   ];

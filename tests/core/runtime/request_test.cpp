@@ -236,4 +236,84 @@ TEST_CASE("request: finish reasons: length, context, stop string, abort, cut", "
   CHECK(std::string(finish_reason_name(FinishReason::ContextFull)) == "context");
 }
 
+TEST_CASE("logprobs: log-softmax of the logits, the n best first, ties by id", "[request][logprobs]") {
+  const std::vector<float> logits = {1.0f, 3.0f, -2.0f, 3.0f, 0.5f};
+  double z = 0;
+  for (const float l : logits) z += std::exp(static_cast<double>(l));
+  const StepLogprobs lp = token_logprobs(logits, 4, 3);
+  CHECK(lp.chosen.id == 4);
+  CHECK(lp.chosen.logprob == Approx(0.5 - std::log(z)).margin(1e-6));
+  REQUIRE(lp.top.size() == 3);
+  CHECK(lp.top[0].id == 1);  // tied with 3: the lower id first
+  CHECK(lp.top[1].id == 3);
+  CHECK(lp.top[2].id == 0);
+  CHECK(lp.top[0].logprob == Approx(3.0 - std::log(z)).margin(1e-6));
+  CHECK(token_logprobs(logits, 2, 0).top.empty());
+  CHECK(token_logprobs(logits, 2, 99).top.size() == logits.size());
+  CHECK_THROWS_AS(token_logprobs(logits, 5, 1), std::invalid_argument);
+}
+
+TEST_CASE("request: logprobs follow the handed-out text, raw logits, stop strings dropped", "[request][logprobs]") {
+  const test::TinyModel m = test::build_tiny_model({});
+  const std::unique_ptr<Engine> e = engine_of(m);
+  const Tokenizer& tok = e->tokenizer();
+  const std::vector<TokenId> prompt = {1, 5, 6};
+  std::unique_ptr<Session> s = e->new_session();
+
+  // Sampled at temperature 1.5 with a bias: the figures are still the raw logits'.
+  RequestOptions options = sampled(8);
+  options.logprobs = 4;
+  std::vector<std::vector<float>> raw;
+  options.on_logits = [&](int, std::span<const float> l) { raw.emplace_back(l.begin(), l.end()); };
+  RequestRun run(*s, prompt, options);
+  std::string text, piece;
+  std::vector<StepLogprobs> lps;
+  bool more = true;
+  while (more) {
+    more = run.next(piece);
+    text += piece;
+    for (StepLogprobs& lp : run.take_logprobs()) lps.push_back(std::move(lp));
+  }
+  REQUIRE(lps.size() == 8);
+  std::string joined;
+  for (size_t i = 0; i < lps.size(); ++i) {
+    const StepLogprobs expect = token_logprobs(raw[i], lps[i].chosen.id, 4);
+    CHECK(lps[i].chosen.logprob == expect.chosen.logprob);
+    REQUIRE(lps[i].top.size() == 4);
+    CHECK(lps[i].top[0].id == expect.top[0].id);
+    CHECK(lps[i].chosen.logprob <= lps[i].top[0].logprob);
+    joined += token_bytes(tok, lps[i].chosen.id);
+  }
+  CHECK(joined == text);
+
+  // Greedy: the chosen token is the most likely one.
+  RequestOptions greedy = options;
+  greedy.sampler.temperature = 0;
+  greedy.on_logits = nullptr;
+  RequestRun g(*s, prompt, greedy);
+  all_text(g);
+  for (const StepLogprobs& lp : g.take_logprobs()) CHECK(lp.chosen.id == lp.top[0].id);
+
+  // A stop string: its tokens are not reported, the ones before it are.
+  RequestOptions with_stop = options;
+  with_stop.on_logits = nullptr;
+  const std::string stop = text.substr(text.size() / 2, 2);
+  with_stop.stop = {stop};
+  RequestRun stopped(*s, prompt, with_stop);
+  const std::string kept = all_text(stopped);
+  const std::vector<StepLogprobs> kept_lps = stopped.take_logprobs();
+  std::string covered;
+  for (const StepLogprobs& lp : kept_lps) covered += token_bytes(tok, lp.chosen.id);
+  CHECK(covered.starts_with(kept));
+  CHECK(kept_lps.size() < lps.size());
+  if (!kept_lps.empty()) {  // without its last token the text would not be covered
+    CHECK(covered.size() - token_bytes(tok, kept_lps.back().chosen.id).size() < kept.size() + (kept.empty() ? 1 : 0));
+  }
+
+  // Off: nothing collected.
+  RequestRun off(*s, prompt, sampled(3));
+  all_text(off);
+  CHECK(off.take_logprobs().empty());
+}
+
 }  // namespace runnel
