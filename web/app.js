@@ -1,10 +1,13 @@
 // The demo page: pick a model, watch it download (into OPFS) and load, then chat with
 // streamed tokens, replies shown as Markdown (markdown.js). The conversation survives a
-// reload (localStorage) until "New chat". The engine runs in runnel-llm's Web Worker;
-// this file only drives the DOM. body[data-state] (starting, then idle | loading | ready
-// | generating, or unavailable when the package did not load) is what tests wait on.
+// reload (localStorage) until "New chat". "JSON mode" constrains a reply to JSON (any
+// object, or the JSON schema typed in) and shows it as a code block. The engine runs in
+// runnel-llm's Web Worker; this file only drives the DOM. body[data-state] (starting,
+// then idle | loading | ready | generating, or unavailable when the package did not
+// load) is what tests wait on.
 // URL parameters set the controls' defaults: model, threads, budget, context,
-// temperature, system, plus maxTokens and seed; autoload loads at once.
+// temperature, system, json (JSON mode on), schema, plus maxTokens and seed; autoload
+// loads at once.
 import { renderMarkdown } from './markdown.js';
 
 const DEFAULT_MODEL = new URL('/models/SmolLM2-135M-Instruct.Q4_1.gguf', location.href).href;
@@ -16,7 +19,9 @@ let runnel = null; // the runnel-llm package, imported below (a build output: we
 let model = null;
 let session = null;
 let controller = null;
-let messages = []; // the conversation: [{ role: 'user' | 'assistant', content }]
+// The conversation: [{ role: 'user' | 'assistant', content, format? }], format 'json'
+// for a reply generated in JSON mode (the engine is given only role and content).
+let messages = [];
 
 function setState(state) {
   document.body.dataset.state = state;
@@ -134,11 +139,13 @@ async function load() {
   refreshCache();
 }
 
-// A message on the page: the user's as text, the model's as Markdown. data-text keeps
-// the message's own text (what the model said, before rendering).
-function addMessage(role, text) {
+// A message on the page: the user's as text, the model's as Markdown, or as JSON
+// (data-format="json"). data-text keeps the message's own text (what the model said,
+// before rendering).
+function addMessage(role, text, format) {
   const div = document.createElement('div');
   div.className = `msg ${role}`;
+  if (format === 'json') div.dataset.format = 'json';
   $('chat-log').append(div);
   showText(div, text);
   return div;
@@ -146,9 +153,30 @@ function addMessage(role, text) {
 
 function showText(div, text) {
   div.dataset.text = text;
-  if (div.classList.contains('assistant')) div.innerHTML = renderMarkdown(text);
+  if (div.dataset.format === 'json') showJson(div, text);
+  else if (div.classList.contains('assistant')) div.innerHTML = renderMarkdown(text);
   else div.textContent = text;
   $('chat-log').scrollTop = $('chat-log').scrollHeight;
+}
+
+// A JSON reply as one code block, pretty-printed once it parses; while it streams (or
+// when maxTokens or Stop cut it short) the text as it came.
+function showJson(div, text) {
+  let shown = text;
+  try {
+    shown = JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    // not (yet) a complete JSON text
+  }
+  div.replaceChildren();
+  if (shown === '') return;
+  const pre = document.createElement('pre');
+  const code = document.createElement('code');
+  pre.className = 'json';
+  code.className = 'language-json';
+  code.textContent = shown;
+  pre.append(code);
+  div.append(pre);
 }
 
 // The conversation in localStorage, so that a reload (or a second visit) continues it.
@@ -165,11 +193,12 @@ function restoreConversation() {
   try {
     const saved = JSON.parse(localStorage.getItem(STORAGE_KEY) ?? 'null');
     const list = Array.isArray(saved?.messages) ? saved.messages : [];
-    messages = list.filter((m) => (m?.role === 'user' || m?.role === 'assistant') && typeof m.content === 'string');
+    messages = list.filter((m) => (m?.role === 'user' || m?.role === 'assistant') && typeof m.content === 'string')
+      .map(({ role, content, format }) => (format === 'json' ? { role, content, format } : { role, content }));
   } catch {
     messages = [];
   }
-  for (const m of messages) addMessage(m.role, m.content);
+  for (const m of messages) addMessage(m.role, m.content, m.format);
 }
 
 // (Disabled while a reply is generated.)
@@ -187,30 +216,44 @@ function temperature() {
   return text === '' ? 0.7 : Number(text);
 }
 
-let partialReply = null; // the reply being generated, saved if the page goes away
+// JSON mode's constraint: the schema's text as typed (runnel-llm parses it and names
+// what is wrong with it), or any JSON object; undefined when JSON mode is off.
+function jsonSchema() {
+  if (!$('json-mode').checked) return undefined;
+  const text = $('json-schema').value.trim();
+  return text === '' ? { type: 'object' } : text;
+}
+
+function showSchemaRow() {
+  $('json-schema-row').hidden = !$('json-mode').checked;
+}
+
+let partialReply = null; // the reply being generated (a message), saved if the page goes away
 async function send(text) {
   showError(null);
   messages.push({ role: 'user', content: text });
   saveConversation();
   addMessage('user', text);
-  const out = addMessage('assistant', '');
+  const schema = jsonSchema();
+  const reply = { role: 'assistant', content: '', ...(schema !== undefined && { format: 'json' }) };
+  const out = addMessage('assistant', '', reply.format);
   setState('generating');
   controller = new AbortController();
-  let reply = '';
-  partialReply = '';
+  partialReply = reply;
   try {
     const chatParams = {
       maxTokens: Number(params.get('maxTokens')) || 256,
       temperature: temperature(),
       signal: controller.signal,
     };
+    if (schema !== undefined) chatParams.jsonSchema = schema;
     if (params.has('seed')) chatParams.seed = Number(params.get('seed'));
     const system = $('system-prompt').value.trim();
-    const prompt = system ? [{ role: 'system', content: system }, ...messages] : messages;
+    const history = messages.map(({ role, content }) => ({ role, content }));
+    const prompt = system ? [{ role: 'system', content: system }, ...history] : history;
     for await (const piece of session.chat(prompt, chatParams)) {
-      reply += piece;
-      partialReply = reply;
-      showText(out, reply);
+      reply.content += piece;
+      showText(out, reply.content);
     }
     const s = session.lastStats;
     if (s) {
@@ -221,7 +264,7 @@ async function send(text) {
     showError(e);
   }
   partialReply = null;
-  messages.push({ role: 'assistant', content: reply });
+  messages.push(reply);
   saveConversation();
   controller = null;
   setState('ready');
@@ -243,15 +286,19 @@ $('prompt').onkeydown = (e) => {
   }
 };
 $('new-chat').onclick = newChat;
+$('json-mode').onchange = showSchemaRow;
 // A reload mid-reply keeps what was said so far.
 addEventListener('pagehide', () => {
-  if (partialReply !== null) saveConversation([...messages, { role: 'assistant', content: partialReply }]);
+  if (partialReply !== null) saveConversation([...messages, partialReply]);
 });
 fillThreads();
 if (params.has('budget')) $('budget').value = params.get('budget');
 if (params.has('context')) $('context').value = params.get('context');
 if (params.has('temperature')) $('temperature').value = params.get('temperature');
 if (params.has('system')) $('system-prompt').value = params.get('system');
+if (params.has('json')) $('json-mode').checked = params.get('json') !== '0';
+if (params.has('schema')) $('json-schema').value = params.get('schema');
+showSchemaRow();
 restoreConversation();
 setState('starting');
 
