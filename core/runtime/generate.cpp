@@ -139,6 +139,11 @@ bool Generation::step(std::string& piece) {
     stats_.gen_ms += ms_since(step_start);
     return false;
   }
+  if (grammar_ && !params_.sampler.logit_bias.empty() && !mask_survives_bias(grammar_->mask, params_.sampler.logit_bias)) {
+    const int n = stats_.n_generated;
+    throw std::invalid_argument("logit_bias bans every token the grammar allows after " + std::to_string(n) +
+                                (n == 1 ? " generated token" : " generated tokens"));
+  }
   const TokenId id = sampler_.sample(s.last_logits_);
   const Tokenizer& tok = s.engine_.tokenizer();
   if (grammar_) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/sampling/grammar.h"
+#include "core/sampling/grammar_matcher.h"
 #include "core/sampling/json_schema.h"
 
 namespace runnel {
@@ -225,6 +226,17 @@ std::shared_ptr<const Grammar> compile_json_schema(const Engine& engine, std::st
 
 std::shared_ptr<const Grammar> compile_json_object(const Engine& engine) {
   return compile_grammar(engine, json_object_grammar(), "response_format");
+}
+
+void check_grammar_bias(const Engine& engine, const std::shared_ptr<const Grammar>& grammar,
+                        const SamplerParams& sampler) {
+  if (!grammar || sampler.logit_bias.empty()) return;
+  GrammarMatcher matcher(grammar, engine.grammar_vocab());
+  TokenMask mask;
+  matcher.allowed_tokens(mask);
+  if (!mask_survives_bias(mask, sampler.logit_bias)) {
+    throw RequestError("logit_bias bans every token the output constraint allows at its start", "logit_bias");
+  }
 }
 
 RequestRun::RequestRun(Session& session, const std::vector<TokenId>& prompt,

@@ -134,6 +134,11 @@ std::shared_ptr<const Grammar> compile_json_schema(const Engine& engine, std::st
                                                    const std::string& field = "json_schema");
 // Any JSON object (OpenAI's response_format {"type": "json_object"}).
 std::shared_ptr<const Grammar> compile_json_object(const Engine& engine);
+// Throws RequestError naming "logit_bias" when the bias bans every token the grammar
+// allows at its start (front ends check before queueing; later in a generation the same
+// conflict ends it with std::invalid_argument).
+void check_grammar_bias(const Engine& engine, const std::shared_ptr<const Grammar>& grammar,
+                        const SamplerParams& sampler);
 
 // Texts to embed (the server's /v1/embeddings, runnel-llm's embed()) as token ids, each
 // with the tokenizer's special tokens and no special-token parsing. Throws RequestError

@@ -1,5 +1,7 @@
 #include "core/sampling/grammar_matcher.h"
 
+#include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -75,6 +77,18 @@ void GrammarMatcher::reset() {
   history_.clear();
   state_ = automaton_->initial_state();
   finished_ = false;
+}
+
+bool mask_survives_bias(const TokenMask& mask, std::span<const std::pair<int32_t, float>> logit_bias) {
+  std::vector<int32_t> banned;
+  for (const auto& [id, bias] : logit_bias) {
+    if (bias == -std::numeric_limits<float>::infinity() && id >= 0 && id < mask.size() && mask.test(id)) {
+      banned.push_back(id);
+    }
+  }
+  std::sort(banned.begin(), banned.end());
+  banned.erase(std::unique(banned.begin(), banned.end()), banned.end());
+  return mask.count() > static_cast<int32_t>(banned.size());
 }
 
 }  // namespace runnel

@@ -11,7 +11,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/sampling/grammar.h"
@@ -19,6 +21,10 @@
 #include "core/sampling/grammar_token_trie.h"
 
 namespace runnel {
+
+// Whether some id `mask` allows is not banned (bias -inf) by `logit_bias`
+// (SamplerParams::logit_bias): false when the bias leaves the grammar no token.
+bool mask_survives_bias(const TokenMask& mask, std::span<const std::pair<int32_t, float>> logit_bias);
 
 class GrammarMatcher {
  public:

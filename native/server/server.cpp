@@ -354,9 +354,18 @@ Server::Outcome Server::generate(int slot, const std::vector<TokenId>& prompt, c
   RequestRun run(*slots_[slot].session, prompt, options);
   std::string piece;
   std::vector<StepLogprobs> logprobs;
+  Outcome out;
   bool more = !run.done();
   while (more) {
-    more = run.next(piece);
+    try {
+      more = run.next(piece);
+    } catch (const std::exception& e) {
+      // A request the engine cannot go on with mid-way (logit_bias banning every
+      // token its grammar allows): the reply so far ends with the error.
+      out.error = e.what();
+      run.stop(FinishReason::Aborted);
+      break;
+    }
     logprobs = run.take_logprobs();
     if ((!piece.empty() || !logprobs.empty()) && !emit(piece, logprobs)) {
       run.stop(FinishReason::Aborted);  // the client went away
@@ -373,11 +382,10 @@ Server::Outcome Server::generate(int slot, const std::vector<TokenId>& prompt, c
   }
 
   const GenerationStats& stats = run.stats();
-  Outcome out;
   out.usage.prompt_tokens = run.n_prompt();
   out.usage.cached_tokens = run.n_cached();
   out.usage.completion_tokens = stats.n_generated;
-  out.finish_reason = openai_finish_reason(run.finish_reason());
+  out.finish_reason = out.error.empty() ? openai_finish_reason(run.finish_reason()) : "error";
   {
     std::lock_guard<std::mutex> lock(metrics_mutex_);
     prompt_tokens_ += prompt.size();
@@ -434,6 +442,7 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
     } else if (request.json_object) {
       options.grammar = compile_json_object(*engine_);
     }
+    check_grammar_bias(*engine_, options.grammar, options.sampler);
     // Refused before queueing for a slot; absent max_tokens: up to a full context,
     // also where the context shifts (--keep).
     check_request_fits(static_cast<int>(prompt.size()), options, n_ctx, engine_->options().n_keep >= 0);
@@ -532,6 +541,12 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
                                      c["choices"][0]["logprobs"] = take_logprobs();
                                      return ok = write(sse(c));
                                    });
+            if (!out.error.empty()) {
+              // Mid-stream errors go as an error event, as OpenAI and llama-server send them.
+              write(sse(ApiError(400, out.error, "", "generation_failed").body()));
+              ok = false;
+              break;
+            }
             if (parse && ok) {
               send(stream.finish());
               out.finish_reason = with_calls(out.finish_reason, made_calls);
@@ -581,6 +596,13 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
                                          gone = ++n_pieces % 8 == 0 && !sink.write(" ", 1);
                                          return !gone;
                                        });
+          if (!out.error.empty()) {
+            // The status line went out with the first keep-alive space: the body says it.
+            const std::string body = ApiError(400, out.error, "", "generation_failed").body().dump();
+            sink.write(body.data(), body.size());
+            sink.done();
+            return true;
+          }
           json choice = {{"index", i}, {"finish_reason", out.finish_reason}, {"logprobs", nullptr}};
           if (request.logprobs >= 0) {
             size_t offset = 0;

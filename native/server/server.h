@@ -78,7 +78,8 @@ class Server {
   void serve_model_file(httplib::Server& h);
   struct Outcome {
     Usage usage;
-    std::string finish_reason;
+    std::string finish_reason;  // "error" when the generation failed mid-way
+    std::string error;          // why ("" when it did not)
   };
 
   void install_routes();

@@ -130,3 +130,30 @@ test('conflicting or unsupported constraints are 400s naming the fields', async 
   const r = await client.chat.completions.create({ messages: person, max_tokens: 4, temperature: 0 });
   assert.equal(r.usage.completion_tokens, 4);
 });
+
+test('a logit_bias that bans what the grammar allows: a 400 at the start, an error event mid-way', async () => {
+  // SmolLM2 spells "a" only as token 81.
+  await assert.rejects(
+    client.completions.create({ prompt: 'Answer:', grammar: 'root ::= "a"', logit_bias: { 81: -100 } }),
+    (e) => e.status === 400 && e.param === 'logit_bias' && /bans every token the output constraint allows/.test(e.message));
+  // After "b" only "a" may follow: the stream ends with an error event, which the client raises.
+  const stream = await client.completions.create({
+    prompt: 'Answer:', grammar: 'root ::= "b" "a"', logit_bias: { 81: -100 }, max_tokens: 5, stream: true,
+  });
+  let text = '';
+  await assert.rejects((async () => {
+    for await (const chunk of stream) text += chunk.choices[0]?.text ?? '';
+  })(), /logit_bias bans every token the grammar allows after 1 generated token/);
+  assert.equal(text, 'b');
+  // Not streamed: the body is the error (its status went out with the first byte).
+  const r = await fetch(`${server.url}/v1/completions`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ prompt: 'Answer:', grammar: 'root ::= "b" "a"', logit_bias: { 81: -100 }, max_tokens: 5 }),
+  });
+  const body = JSON.parse(await r.text());
+  assert.equal(body.error.code, 'generation_failed');
+  // The server goes on serving.
+  const ok = await client.completions.create({ prompt: 'Answer:', grammar: 'root ::= "b" "a"', max_tokens: 5 });
+  assert.equal(ok.choices[0].text, 'ba');
+});

@@ -183,6 +183,27 @@ TEST_CASE("grammar: a complete grammar ends the run even with the end token bann
   CHECK(!r.next(piece));
 }
 
+TEST_CASE("grammar: a logit_bias that bans every allowed token is an error, never a crash",
+          "[request][grammar]") {
+  const test::TinyModel m = test::build_tiny_model({});
+  const auto engine = engine_of(m);
+  // " a" is id 3, "a" id 29: the grammar " a" "b" is spelled " a" then "b" (id 30) only.
+  const std::shared_ptr<const Grammar> grammar = compile_grammar(*engine, "root ::= \" a\" \"b\"");
+  SamplerParams bias;
+  bias.logit_bias = {{3, -kInf}};
+  CHECK_THROWS_WITH(check_grammar_bias(*engine, grammar, bias),
+                    "logit_bias bans every token the output constraint allows at its start");
+  bias.logit_bias = {{30, -kInf}, {30, -kInf}, {5, -kInf}};  // a later step; repeats count once
+  check_grammar_bias(*engine, grammar, bias);
+  RequestOptions options = greedy(8);
+  options.grammar = grammar;
+  options.sampler.logit_bias = bias.logit_bias;
+  CHECK_THROWS_WITH(run(*engine, options), "logit_bias bans every token the grammar allows after 1 generated token");
+  // A finite bias only discourages: the run completes.
+  options.sampler.logit_bias = {{30, -50.0f}};
+  CHECK(run(*engine, options).text == " ab");
+}
+
 TEST_CASE("grammar: token references resolve against the engine's vocabulary", "[request][grammar]") {
   const test::TinyModel m = test::build_tiny_model({});
   const auto engine = engine_of(m);
