@@ -96,14 +96,16 @@ install_parity_deps() {
 }
 
 # The server suite's npm dependencies (the official openai client, zod for its
-# structured-output helper), if missing.
+# structured-output helper, ajv and ajv-formats to validate sampled replies against
+# their JSON schemas), if missing.
 install_server_deps() {
   local dir="$root/tests/server"
-  if [ -d "$dir/node_modules/openai" ] && [ -d "$dir/node_modules/zod" ]; then
+  if [ -d "$dir/node_modules/openai" ] && [ -d "$dir/node_modules/zod" ] &&
+     [ -d "$dir/node_modules/ajv" ] && [ -d "$dir/node_modules/ajv-formats" ]; then
     echo "setup: server-test npm dependencies present"
     return 0
   fi
-  echo "setup: installing server-test npm dependencies (openai, zod)"
+  echo "setup: installing server-test npm dependencies (openai, zod, ajv, ajv-formats)"
   (cd "$dir" && npm ci --no-audit --no-fund) || die "npm ci in tests/server failed"
 }
 

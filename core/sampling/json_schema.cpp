@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/sampling/grammar.h"
@@ -281,7 +282,105 @@ class Converter {
       body += (i > 0 ? " | " : "") +
               sub(alts[i], ptr + "/" + key + "/" + std::to_string(i), name + "-" + std::to_string(i));
     }
+    // The grammar takes any branch; "exactly one" holds only where no value matches two.
+    if (std::string_view(key) == "oneOf") {
+      for (size_t i = 0; i < alts.size(); ++i) {
+        for (size_t j = i + 1; j < alts.size(); ++j) {
+          if (!disjoint(alts[i], alts[j], 0)) {
+            fail(ptr, "'oneOf' branches " + std::to_string(i) + " and " + std::to_string(j) +
+                          " may both match one value, which oneOf forbids and a grammar cannot exclude: make "
+                          "them disjoint (by type, or by the const / enum of a property both require) or use "
+                          "'anyOf'");
+          }
+        }
+      }
+    }
     define(name, body);
+  }
+
+  // The kinds of JSON value a schema's documents may be (bits of kKinds), for oneOf.
+  static constexpr unsigned kNull = 1, kBoolean = 2, kNumber = 4, kString = 8, kArray = 16, kObject = 32,
+                            kAnyKind = 63;
+  static unsigned kind_of_value(const json& v) {
+    return v.is_null() ? kNull : v.is_boolean() ? kBoolean : v.is_number() ? kNumber : v.is_string() ? kString
+           : v.is_array() ? kArray : kObject;
+  }
+
+  // `schema` with its $refs followed (the schema is visited first, so they resolve).
+  const json& deref(const json& schema) const {
+    const json* s = &schema;
+    for (int hops = 0; hops < 64 && s->is_object() && s->contains("$ref") && s->at("$ref").is_string(); ++hops) {
+      s = &resolve(s->at("$ref").get<std::string>(), "");
+    }
+    return *s;
+  }
+
+  // What kinds a (visited) schema's values have; kAnyKind where it cannot tell.
+  unsigned kinds(const json& schema, int depth) {
+    const json& s = deref(schema);
+    if (depth > 32 || !s.is_object()) return s.is_boolean() && !s.get<bool>() ? 0 : kAnyKind;
+    const auto values = [&](const json& list) {
+      unsigned k = 0;
+      for (const json& v : list) k |= kind_of_value(v);
+      return k;
+    };
+    if (s.contains("const")) return kind_of_value(s.at("const"));
+    if (s.contains("enum") && s.at("enum").is_array()) return values(s.at("enum"));
+    for (const char* key : {"anyOf", "oneOf"}) {
+      if (!s.contains(key)) continue;
+      unsigned k = 0;
+      for (const json& alt : s.at(key)) k |= kinds(alt, depth + 1);
+      return k;
+    }
+    if (s.contains("allOf")) return kObject;
+    unsigned k = 0;
+    for (const std::string& t : types_of(s, "")) {
+      k |= t == "any" ? kAnyKind : t == "null" ? kNull : t == "boolean" ? kBoolean : t == "string" ? kString
+           : t == "array" ? kArray : t == "object" ? kObject : kNumber;
+    }
+    return k;
+  }
+
+  // Whether no value matches both schemas, as far as can be shown: their kinds differ,
+  // their const / enum values differ, or (objects) a property both require has disjoint
+  // schemas (a tagged union). False where it cannot tell.
+  bool disjoint(const json& a_in, const json& b_in, int depth) {
+    const json& a = deref(a_in);
+    const json& b = deref(b_in);
+    if (depth > 16) return false;
+    if ((kinds(a, 0) & kinds(b, 0)) == 0) return true;
+    const auto listed = [](const json& s) -> const json* {
+      if (!s.is_object()) return nullptr;
+      if (s.contains("enum") && s.at("enum").is_array()) return &s.at("enum");
+      return nullptr;
+    };
+    const json const_a = a.is_object() && a.contains("const") ? json::array({a.at("const")}) : json();
+    const json const_b = b.is_object() && b.contains("const") ? json::array({b.at("const")}) : json();
+    const json* va = const_a.is_array() ? &const_a : listed(a);
+    const json* vb = const_b.is_array() ? &const_b : listed(b);
+    if (va && vb) {
+      for (const json& x : *va) {
+        for (const json& y : *vb) {
+          if (x == y) return false;
+        }
+      }
+      return true;
+    }
+    if (kinds(a, 0) != kObject || kinds(b, 0) != kObject || !a.is_object() || !b.is_object()) return false;
+    if (!a.contains("required") || !b.contains("required") || !a.contains("properties") ||
+        !b.contains("properties")) {
+      return false;
+    }
+    for (const json& key : a.at("required")) {
+      if (!key.is_string()) continue;
+      const std::string k = key.get<std::string>();
+      const bool both = std::find(b.at("required").begin(), b.at("required").end(), key) != b.at("required").end();
+      if (both && a.at("properties").contains(k) && b.at("properties").contains(k) &&
+          disjoint(a.at("properties").at(k), b.at("properties").at(k), depth + 1)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   // allOf of objects: their properties merged (each declared once), required joined.

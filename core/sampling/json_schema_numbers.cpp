@@ -79,9 +79,17 @@ std::string uint_range(int64_t lo, int64_t hi) {
 
 const std::string kAnyFraction =
     "(\".\" [0-9]{1," + std::to_string(kMaxRangedFractionDigits) + "})?";
-const std::string kNonZeroFraction = "\".\" \"0\"{0," +
-                                     std::to_string(kMaxRangedFractionDigits - 1) + "} [1-9] [0-9]{0," +
-                                     std::to_string(kMaxRangedFractionDigits - 1) + "}";
+// A fraction that is not all zeros, of at most kMaxRangedFractionDigits digits: k zeros,
+// a non-zero digit, then at most the digits left.
+const std::string kNonZeroFraction = [] {
+  std::vector<std::string> alts;
+  for (int zeros = 0; zeros < kMaxRangedFractionDigits; ++zeros) {
+    const int rest = kMaxRangedFractionDigits - 1 - zeros;
+    alts.push_back((zeros > 0 ? "\"0\"{" + std::to_string(zeros) + "} " : std::string()) + "[1-9]" +
+                   (rest > 0 ? " [0-9]{0," + std::to_string(rest) + "}" : std::string()));
+  }
+  return "\".\" (" + join(alts, " | ") + ")";
+}();
 const std::string kZeroFraction =
     "(\".\" \"0\"{1," + std::to_string(kMaxRangedFractionDigits) + "})?";
 

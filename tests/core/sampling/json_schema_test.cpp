@@ -97,6 +97,36 @@ TEST_CASE("json_schema: enum, const, anyOf, type lists", "[json-schema]") {
   CHECK_FALSE(matches(t, "0"));
 }
 
+TEST_CASE("json_schema: oneOf only where no value can match two branches", "[json-schema]") {
+  // Disjoint by kind, by const / enum values, by a tagged property both require (through $refs).
+  const auto kinds = schema_grammar(json::parse(R"({"oneOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]})"));
+  CHECK(matches(kinds, R"("s")"));
+  CHECK(matches(kinds, "3"));
+  CHECK(matches(kinds, "null"));
+  CHECK(contains(json_schema_to_grammar(json::parse(R"({"oneOf": [{"enum": ["a", 1]}, {"const": "b"}, {"enum": [2, null]}]})")),
+                 "root"));
+  const auto tagged = schema_grammar(json::parse(R"({"$defs": {
+      "circle": {"type": "object", "properties": {"kind": {"const": "circle"}, "r": {"type": "number"}}, "required": ["kind", "r"]},
+      "rect": {"type": "object", "properties": {"kind": {"enum": ["rect", "square"]}, "w": {"type": "integer"}}, "required": ["w", "kind"]}},
+      "oneOf": [{"$ref": "#/$defs/circle"}, {"$ref": "#/$defs/rect"}]})"));
+  CHECK(matches(tagged, R"({"kind": "circle", "r": 1})"));
+  CHECK(matches(tagged, R"({"w": 2, "kind": "square"})"));
+  // Overlaps that a grammar cannot exclude are refused, naming the branches.
+  const std::string numbers = refusal(json::parse(R"({"type": "array", "items": {"oneOf": [
+      {"type": "integer", "minimum": 0, "maximum": 5}, {"type": "number", "minimum": 3, "maximum": 8}]}})"));
+  CHECK(contains(numbers, "json_schema /items: 'oneOf' branches 0 and 1 may both match one value"));
+  CHECK(contains(numbers, "'anyOf'"));
+  CHECK(contains(refusal(json::parse(R"({"oneOf": [{"type": "string", "maxLength": 3}, {"type": "string", "pattern": "^[a-z]+$"}]})")),
+                 "branches 0 and 1"));
+  CHECK(contains(refusal(json::parse(R"({"oneOf": [{"const": 1}, {"type": "string"}, {"enum": ["x", 1]}]})")),
+                 "branches 0 and 2"));
+  CHECK(contains(refusal(json::parse(R"({"oneOf": [{"type": "object", "properties": {"t": {"const": "a"}}, "required": ["t"]},
+      {"type": "object", "properties": {"t": {"const": "b"}}}]})")), "branches 0 and 1"));  // t optional in one
+  CHECK(contains(refusal(json::parse(R"({"oneOf": [{}, {"type": "null"}]})")), "branches 0 and 1"));
+  // anyOf may overlap.
+  CHECK(contains(json_schema_to_grammar(json::parse(R"({"anyOf": [{"type": "integer"}, {"type": "number"}]})")), "root"));
+}
+
 TEST_CASE("json_schema: $ref, $defs and recursion; allOf of objects", "[json-schema]") {
   const auto g = schema_grammar(json::parse(R"({"$defs": {"node": {"type": "object",
       "properties": {"v": {"type": "integer"}, "next": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]}},
@@ -178,6 +208,13 @@ TEST_CASE("json_schema: integer and number ranges", "[json-schema]") {
     INFO(no);
     CHECK_FALSE(matches(n, no));
   }
+  // At most 6 fraction digits, next to an open bound too.
+  const auto positive = schema_grammar(json::parse(R"({"type": "number", "exclusiveMinimum": 0, "maximum": 1})"));
+  CHECK(matches(positive, "0.000001"));
+  CHECK(matches(positive, "0.900001"));
+  CHECK_FALSE(matches(positive, "0.0009000001"));
+  CHECK_FALSE(matches(positive, "0.000900000"));
+  CHECK_FALSE(matches(positive, "0.000000"));
   const auto open = schema_grammar(json::parse(R"({"type": "number", "exclusiveMaximum": 0})"));
   CHECK(matches(open, "-0.001"));
   CHECK(matches(open, "-12"));
