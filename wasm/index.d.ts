@@ -130,7 +130,27 @@ export interface GenerateParams {
   toolChoice?: 'auto' | 'none' | 'required' | string | { type: 'function'; function: { name: string } };
   /** chat() only: several calls in one reply where the model's format allows (default true). */
   parallelToolCalls?: boolean;
+  /** Each generated token's log probability in session.lastLogprobs, as the server's
+   * chat `logprobs`: the model's own distribution (raw logits, before logitBias,
+   * temperature and grammars). */
+  logprobs?: boolean;
+  /** With logprobs: how many of each step's likeliest tokens to list (0-20, default 0). */
+  topLogprobs?: number;
   signal?: AbortSignal;
+}
+
+/** A generated token's log probability (the server's logprobs.content entry). */
+export interface TokenLogprob {
+  /** The token id. */
+  id: number;
+  /** The token's bytes as text (U+FFFD where it holds part of a character). */
+  token: string;
+  /** Natural log of its probability. */
+  logprob: number;
+  /** Its exact bytes. */
+  bytes: number[];
+  /** The step's likeliest tokens, most likely first (topLogprobs of them). */
+  topLogprobs: Array<{ id: number; token: string; logprob: number; bytes: number[] }>;
 }
 
 /** A function the model may call. */
@@ -207,6 +227,9 @@ export declare class Session {
   /** The last chat() reply split into content, reasoning and tool calls (null after
    * generate(), or while a generation runs). */
   readonly lastReply: ChatReply | null;
+  /** With params.logprobs: the last generation's tokens, in order, with their log
+   * probabilities (null otherwise); their bytes spell the generated text. */
+  readonly lastLogprobs: TokenLogprob[] | null;
   /** Streams the continuation of a prompt (text or token ids). The prompt is the
    * whole context; the prefix already in this session's cache is reused. */
   generate(prompt: string | number[], params?: GenerateParams): AsyncGenerator<string, void, undefined>;

@@ -123,9 +123,9 @@ for (const op of ['info', 'tokenize', 'detokenize', 'embed', 'applyChatTemplate'
 // Types are checked here; ranges in the engine (SamplerParams::validate), which names
 // the field.
 const kNumberParams = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'typicalP', 'repeatPenalty',
-  'frequencyPenalty', 'presencePenalty', 'penaltyLastN', 'seed'];
+  'frequencyPenalty', 'presencePenalty', 'penaltyLastN', 'seed', 'topLogprobs'];
 const kKnownParams = new Set([...kNumberParams, 'stop', 'logitBias', 'grammar', 'jsonSchema', 'chatTemplateKwargs',
-  'tools', 'toolChoice', 'parallelToolCalls', 'signal']);
+  'tools', 'toolChoice', 'parallelToolCalls', 'logprobs', 'signal']);
 
 // chatTemplateKwargs: the server's chat_template_kwargs (template variables such as
 // Qwen3's enable_thinking); the engine refuses keys it does not know, by name.
@@ -157,6 +157,11 @@ function checkParams(params) {
     throw new TypeError('stop must be a string or an array of strings');
   }
   if (p.logitBias !== undefined) p.logitBias = checkLogitBias(p.logitBias);
+  // logprobs / topLogprobs: the server's chat fields; the figures land in
+  // session.lastLogprobs. The engine checks topLogprobs' range.
+  if (p.logprobs !== undefined && typeof p.logprobs !== 'boolean') {
+    throw new TypeError(`logprobs must be a boolean, got ${p.logprobs}`);
+  }
   // The output constraint (the server's grammar / json_schema): GBNF text, or a JSON
   // schema (an object, or its JSON text). The engine compiles it and names the line and
   // column of a grammar error.
@@ -201,6 +206,8 @@ export class Session {
     // The last chat generation's reply split up: { content, reasoning, toolCalls:
     // [{ id, name, arguments (an object) }] } (null after generate()).
     this.lastReply = null;
+    // With params.logprobs: the last generation's tokens with their log probabilities.
+    this.lastLogprobs = null;
     this.busy = false;
   }
 
@@ -249,14 +256,16 @@ export class Session {
     if (this.busy) throw new Error('this session is already generating; one generation at a time');
     this.busy = true;
     this.lastReply = null;
+    this.lastLogprobs = null;
     try {
       if (signal?.aborted) return;
       yield* this.model.backend.generate(this.handle, { ...request, params }, {
         signal,
         onDone: (stats) => {
-          const { reply, ...rest } = stats ?? {};
+          const { reply, logprobs, ...rest } = stats ?? {};
           this.lastStats = stats ? rest : null;
           this.lastReply = reply ?? null;
+          this.lastLogprobs = logprobs ?? null;
         },
       });
     } finally {

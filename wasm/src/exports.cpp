@@ -67,6 +67,8 @@ struct SessionSlot {
   // A chat generation's reply is split into content, reasoning and tool calls at its end.
   std::optional<ChatSyntax> chat_syntax;
   std::string text;  // generated so far
+  bool logprobs_on = false;            // params.logprobs
+  std::vector<StepLogprobs> logprobs;  // the tokens' so far
 };
 
 std::map<int, std::unique_ptr<LoadedModel>> g_models;
@@ -407,6 +409,37 @@ std::vector<std::string> stop_strings(const json& p) {
   return out;
 }
 
+// params.logprobs (true: each token's log probability) and params.topLogprobs (0-20
+// alternatives, only with logprobs), as the server's chat fields: RequestOptions::logprobs.
+int logprobs_option(const json& p) {
+  const auto lp = p.find("logprobs");
+  const auto top = p.find("topLogprobs");
+  const bool on = lp != p.end() && !lp->is_null() && lp->get<bool>();
+  if (top == p.end() || top->is_null()) return on ? 0 : -1;
+  if (!top->is_number_integer() || top->get<int64_t>() < 0 || top->get<int64_t>() > kMaxTopLogprobs) {
+    throw RequestError("topLogprobs must be an integer in [0, " + std::to_string(kMaxTopLogprobs) + "], got " +
+                           top->dump(),
+                       "topLogprobs");
+  }
+  if (!on) throw RequestError("topLogprobs needs logprobs: true", "topLogprobs");
+  return static_cast<int>(top->get<int64_t>());
+}
+
+// The tokens' log probabilities as session.lastLogprobs: the server's entries with the
+// token ids added, [{id, token, logprob, bytes, topLogprobs: [{id, token, logprob, bytes}]}].
+json logprobs_json(const SessionSlot& slot, const LoadedModel& m) {
+  json entries = chat_logprobs_json(m.engine->tokenizer(), slot.logprobs);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    json& e = entries[i];
+    const StepLogprobs& lp = slot.logprobs[i];
+    e["id"] = lp.chosen.id;
+    e["topLogprobs"] = std::move(e["top_logprobs"]);
+    e.erase("top_logprobs");
+    for (size_t k = 0; k < lp.top.size(); ++k) e["topLogprobs"][k]["id"] = lp.top[k].id;
+  }
+  return entries;
+}
+
 json stats_json(const RequestRun& run, const SessionSlot& slot, const LoadedModel& m) {
   const GenerationStats& st = run.stats();
   return {{"promptTokens", st.n_prompt},
@@ -614,9 +647,12 @@ EMSCRIPTEN_KEEPALIVE int rn_generate_start(int session, const char* request_json
     options.sampler = sampler_params(params, m.engine->config().n_vocab);
     options.stop = stop_strings(params);
     options.grammar = output_grammar(*m.engine, params);
+    options.logprobs = logprobs_option(params);
     std::vector<TokenId> prompt;
     slot.chat_syntax.reset();
     slot.text.clear();
+    slot.logprobs.clear();
+    slot.logprobs_on = options.logprobs >= 0;
     const bool has_tools = params.contains("tools") || params.contains("toolChoice");
     if (r.contains("messages")) {
       ChatToolOptions tools = tool_options(params);
@@ -649,10 +685,12 @@ EMSCRIPTEN_KEEPALIVE const char* rn_generate_step(int session) {
     std::string piece;
     const bool more = slot.run->next(piece);
     slot.text += piece;
+    for (StepLogprobs& lp : slot.run->take_logprobs()) slot.logprobs.push_back(std::move(lp));
     json out = {{"piece", piece}, {"done", !more}};
     if (!more) {
       out["stats"] = stats_json(*slot.run, slot, model_of(slot.model));
       if (slot.chat_syntax) out["stats"]["reply"] = reply_json(slot);
+      if (slot.logprobs_on) out["stats"]["logprobs"] = logprobs_json(slot, model_of(slot.model));
       slot.run.reset();
     }
     return answer(out.dump(-1, ' ', false, json::error_handler_t::replace));
@@ -666,8 +704,10 @@ EMSCRIPTEN_KEEPALIVE const char* rn_generate_stop(int session) {
     if (!slot.run) throw std::invalid_argument("no generation in progress");
     json out = {{"piece", slot.run->stop(FinishReason::Aborted)}, {"done", true}};
     slot.text += out["piece"].get<std::string>();
+    for (StepLogprobs& lp : slot.run->take_logprobs()) slot.logprobs.push_back(std::move(lp));
     out["stats"] = stats_json(*slot.run, slot, model_of(slot.model));
     if (slot.chat_syntax) out["stats"]["reply"] = reply_json(slot);
+    if (slot.logprobs_on) out["stats"]["logprobs"] = logprobs_json(slot, model_of(slot.model));
     slot.run.reset();
     return answer(out.dump(-1, ' ', false, json::error_handler_t::replace));
   });
