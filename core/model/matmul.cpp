@@ -217,7 +217,7 @@ void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJ
       p.gemm_x8 = k.gemm_x8;
       p.x8_group_bytes = x8_group_bytes(k, w.type, w.n_in);
       any_x8 = true;
-    } else if (k.gemm && ak.gemm_pack && n_tokens >= kMinGemmTokens &&
+    } else if (k.gemm && ak.gemm_pack && n_tokens >= kMinGemmTokens && !scratch.per_token &&
                static_cast<size_t>(n_groups) * ak.gemm_pack_bytes(w.n_in) <=
                    scratch.packed_slot_bytes()) {
       p.pack_bytes = ak.gemm_pack_bytes(w.n_in);

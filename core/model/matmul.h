@@ -59,6 +59,11 @@ class MatmulScratch {
   uint8_t* packed_slot(int format) {
     return packed_.data() + static_cast<size_t>(format) * packed_slot_bytes_;
   }
+  // Every product per token (vec_dot, or the repacked kernels, whose columns are
+  // independent), never the packed batched gemm: a batch's rows then get the bits each
+  // token would get alone, as decode computes it (speculative verification).
+  bool per_token = false;
+
   // Per-block quant sums of a format's rows, for gemm_x8 (a_sums).
   size_t sums_slot_size() const { return sums_slot_size_; }
   int32_t* sums_slot(int format) { return sums_.data() + static_cast<size_t>(format) * sums_slot_size_; }

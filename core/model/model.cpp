@@ -40,14 +40,18 @@ Matrix row_range(const Matrix& m, int64_t first, int64_t n) {
 
 }  // namespace
 
+int ForwardScratch::logit_rows(int n_batch, bool all_logits, int draft_rows) {
+  return all_logits ? n_batch : std::min(n_batch, 1 + std::max(0, draft_rows));
+}
+
 ForwardScratch::ForwardScratch(const Model& model, int n_batch_, int n_ctx, int n_tasks_,
-                               bool all_logits)
-    : ForwardScratch(model.config(), n_batch_, n_ctx, n_tasks_, all_logits) {
+                               bool all_logits, int draft_rows)
+    : ForwardScratch(model.config(), n_batch_, n_ctx, n_tasks_, all_logits, draft_rows) {
   mm = MatmulScratch(n_batch_, model.max_activation_row_bytes(), model.max_activation_pack_bytes());
   embd_row.resize(model.embedding_row_bytes());
 }
 
-uint64_t ForwardScratch::float_bytes(const ModelConfig& c, int n_batch, bool all_logits) {
+uint64_t ForwardScratch::float_bytes(const ModelConfig& c, int n_batch, bool all_logits, int draft_rows) {
   const uint64_t b = static_cast<uint64_t>(n_batch);
   const uint64_t n_rope = c.has_rope ? (c.n_swa > 0 ? 2ull : 1ull) * c.n_rot : 0;
   const uint64_t per_token = 3ull * c.n_embd + c.q_dim() + c.kv_dim() + c.v_dim() + c.attn_out_dim() +
@@ -56,7 +60,8 @@ uint64_t ForwardScratch::float_bytes(const ModelConfig& c, int n_batch, bool all
   // ffn_up and ffn_down biases
   const uint64_t per_layer = static_cast<uint64_t>(c.n_embd) + c.q_dim() + c.kv_dim() + c.v_dim() +
                              2ull * c.head_dim + (c.embedding_only ? 3ull * c.n_embd + c.n_ff : 0);
-  const uint64_t logits = c.generative() ? (all_logits ? b : 1) * static_cast<uint64_t>(c.n_vocab) : 0;
+  const uint64_t logits =
+      c.generative() ? static_cast<uint64_t>(logit_rows(n_batch, all_logits, draft_rows)) * c.n_vocab : 0;
   return 4 * (b * per_token + per_layer + logits);
 }
 
@@ -70,7 +75,7 @@ uint64_t ForwardScratch::float_bytes_allocated() const {
 }
 
 ForwardScratch::ForwardScratch(const ModelConfig& c, int n_batch_, int n_ctx, int n_tasks_,
-                               bool all_logits)
+                               bool all_logits, int draft_rows)
     : n_batch(n_batch_),
       n_ctx(n_ctx),
       x(static_cast<size_t>(n_batch_) * c.n_embd),
@@ -92,7 +97,7 @@ ForwardScratch::ForwardScratch(const ModelConfig& c, int n_batch_, int n_ctx, in
       norm_k(c.head_dim),
       rope(c.has_rope ? static_cast<size_t>(n_batch_) * c.n_rot : 0),
       rope_swa(c.has_rope && c.n_swa > 0 ? static_cast<size_t>(n_batch_) * c.n_rot : 0),
-      logits(c.generative() ? static_cast<size_t>(all_logits ? n_batch_ : 1) * c.n_vocab : 0),
+      logits(c.generative() ? static_cast<size_t>(logit_rows(n_batch_, all_logits, draft_rows)) * c.n_vocab : 0),
       att(n_tasks_, n_ctx, std::max(c.head_dim, c.head_dim_v),
           c.n_head / std::max(1, c.n_head_kv)) {}
 

@@ -34,10 +34,14 @@ bool x8_repacks(const ModelConfig& c, const GgufTensorInfo& t);
 class Model;
 struct ForwardScratch {
   // n_tasks: the most tasks attention is cut into (n_tasks_for(par, INT_MAX)).
-  ForwardScratch(const Model& model, int n_batch, int n_ctx, int n_tasks, bool all_logits);
+  // Logits are kept for every token of a batch when all_logits, else for the last
+  // 1 + draft_rows (speculative verification: a pending token and its drafts).
+  ForwardScratch(const Model& model, int n_batch, int n_ctx, int n_tasks, bool all_logits, int draft_rows = 0);
   // The bytes of the float buffers below (x .. logits) for a model of config `c`, for
   // the memory plan; float_bytes_allocated() is what this one holds.
-  static uint64_t float_bytes(const ModelConfig& c, int n_batch, bool all_logits);
+  static uint64_t float_bytes(const ModelConfig& c, int n_batch, bool all_logits, int draft_rows = 0);
+  // Rows of logits a forward pass may write (Model::forward's all_logits needs n <= this).
+  static int logit_rows(int n_batch, bool all_logits, int draft_rows);
   uint64_t float_bytes_allocated() const;
 
   int n_batch;
@@ -62,13 +66,13 @@ struct ForwardScratch {
   std::vector<float> norm_k;  // [head_dim]
   std::vector<float> rope;    // [n_batch, n_rot]  (cos, sin) per pair, per position (empty: no rope)
   std::vector<float> rope_swa;  // [n_batch, n_rot]  the same with the sliding layers' base, or empty
-  std::vector<float> logits;  // [n_batch or 1, n_vocab]; empty for embedding models
+  std::vector<float> logits;  // [logit_rows, n_vocab]; empty for embedding models
   std::vector<uint8_t> embd_row;  // one embedding row in its GGUF blocks (repacked embeddings)
   MatmulScratch mm;           // quantized activations
   AttentionScratch att;       // per-task scores and f16 rows
 
  private:
-  ForwardScratch(const ModelConfig& c, int n_batch, int n_ctx, int n_tasks, bool all_logits);
+  ForwardScratch(const ModelConfig& c, int n_batch, int n_ctx, int n_tasks, bool all_logits, int draft_rows);
 };
 
 class Model {
@@ -91,8 +95,8 @@ class Model {
 
   // Runs tokens[0..n) (n <= s.n_batch, ids < n_vocab) at positions pos0 .. pos0+n-1
   // (pos0 + n <= kv.n_ctx()), storing their k, v in `kv`. Writes s.logits: the last
-  // token's [n_vocab], or [n, n_vocab] for all tokens when all_logits (s must have
-  // been made with all_logits then). The caller validates; this does not throw.
+  // token's [n_vocab], or [n, n_vocab] for all tokens when all_logits (n at most the
+  // scratch's logit rows). The caller validates; this does not throw.
   // Rotates the cached keys of positions [pos, pos + count) by `delta` positions (RoPE
   // angles add up), after a context shift moved them. Allocation: one row buffer.
   void rerotate_keys(KvCache& kv, int pos, int count, int delta) const;

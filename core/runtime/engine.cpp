@@ -33,6 +33,10 @@ std::unique_ptr<Engine> Engine::load(std::unique_ptr<WeightStore> store,
   if (options.n_batch < 1) {
     throw std::invalid_argument("batch size must be >= 1, got " + std::to_string(options.n_batch));
   }
+  if (options.n_draft < 0 || options.n_draft >= options.n_batch) {
+    throw std::invalid_argument("draft length must be in [0, batch size " + std::to_string(options.n_batch) +
+                                "), got " + std::to_string(options.n_draft));
+  }
   std::unique_ptr<Engine> e(new Engine());
   const ModelConfig config = ModelConfig::from_model(store->model());
   e->tokenizer_ = Tokenizer::from_metadata(store->model().metadata);
@@ -127,7 +131,7 @@ Session::Session(Engine& engine, int n_ctx)
           engine.options().n_batch),
       scratch_(*engine.model_, engine.options().n_batch, kv_.n_ctx(),
                n_tasks_for(*engine.options().parallel, std::numeric_limits<int>::max()),
-               engine.options().all_logits) {
+               engine.options().all_logits, engine.options().n_draft) {
   tokens_.reserve(kv_.n_ctx());
 }
 
@@ -156,6 +160,22 @@ void Session::run_pending(bool all_logits, std::vector<float>* all_out) {
                       scratch_.logits.begin() + static_cast<size_t>(n) * n_vocab);
     }
   }
+}
+
+std::span<float> Session::verify(std::span<const TokenId> drafts) {
+  Model& model = *engine_.model_;
+  const int n_vocab = model.config().n_vocab;
+  const int start = n_evaluated_;  // the pending token
+  const int n = 1 + static_cast<int>(drafts.size());
+  tokens_.insert(tokens_.end(), drafts.begin(), drafts.end());
+  scratch_.mm.per_token = true;
+  model.forward(std::span<const int32_t>(tokens_.data() + start, n), start, true, kv_, scratch_,
+                *engine_.options().parallel);
+  scratch_.mm.per_token = false;
+  tokens_.resize(static_cast<size_t>(start) + 1);
+  n_evaluated_ = start + 1;
+  last_logits_ = std::span<float>(scratch_.logits.data(), n_vocab);
+  return std::span<float>(scratch_.logits.data(), static_cast<size_t>(n) * n_vocab);
 }
 
 void Session::append(std::span<const TokenId> tokens) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -16,6 +17,7 @@
 #include "core/model/config.h"
 #include "core/model/model.h"
 #include "core/runtime/logprobs.h"
+#include "core/runtime/speculative.h"
 #include "core/host/parallel.h"
 #include "core/host/weight_store.h"
 #include "core/sampling/sampler.h"
@@ -37,6 +39,9 @@ struct EngineOptions {
   // Sessions keep every position's logits of a batch (Session::eval_all: tests,
   // perplexity); costs n_batch * n_vocab floats.
   bool all_logits = false;
+  // Speculative decoding: the most draft tokens a session verifies in one pass
+  // (GenerateParams::lookup_ngram); each costs a row of logits. 0: no speculation.
+  int n_draft = 0;
   // Where matmuls and attention fan out; null: InlineParallel. One Session runs on
   // it at a time.
   std::shared_ptr<Parallel> parallel;
@@ -59,6 +64,12 @@ struct GenerateParams {
   // raw logits) and this many of its step's most likely tokens, in
   // Generation::step_logprobs(). -1: off.
   int logprobs = -1;
+  // Speculative decoding with prompt lookup (core/runtime/speculative.h): drafts from
+  // the context's earlier text matching its last `lookup_ngram` tokens (or fewer),
+  // checked in one pass of up to EngineOptions::n_draft tokens (which must be > 0).
+  // Greedy output is the same bits as without; sampled output keeps its distribution.
+  // 0: off.
+  int lookup_ngram = 0;
 };
 
 enum class StopReason { MaxTokens, EndOfGeneration, Callback, ContextFull };
@@ -70,6 +81,8 @@ struct GenerationStats {
   double gen_ms = 0;
   double load_ms = 0;  // the engine's load time
   double grammar_ms = 0;  // of gen_ms: computing and applying grammar masks
+  int n_drafted = 0;         // speculative decoding: draft tokens verified
+  int n_draft_accepted = 0;  // of them, accepted
   StopReason stop = StopReason::MaxTokens;
 
   double prompt_tokens_per_s() const { return prompt_ms > 0 ? n_prompt * 1000.0 / prompt_ms : 0; }
@@ -194,6 +207,11 @@ class Session {
   void check_fits(size_t n_new, std::string_view what) const;
   void append(std::span<const TokenId> tokens);  // validates, then adds to the history
   void run_pending(bool all_logits, std::vector<float>* all_out);
+  // Speculative verification: runs the pending last token and `drafts` after it in one
+  // pass whose rows get the bits each would get alone; returns their logits [1 + n,
+  // n_vocab] (in the scratch). The history is left as before the drafts, its last token
+  // evaluated: accepted drafts rejoin it through Generation, their cache entries valid.
+  std::span<float> verify(std::span<const TokenId> drafts);
   void shift_context();
 
   Engine& engine_;
@@ -231,6 +249,25 @@ class Generation {
 
  private:
   struct GrammarState;  // the matcher and the mask of the next step (generate.cpp)
+  // A token chosen ahead of its step (speculation verifies several in one pass), or the
+  // end of generation (id -1: the grammar allows nothing more).
+  struct Planned {
+    TokenId id = -1;
+    bool evaluated = false;         // its cache entry came from the verification pass
+    bool grammar_complete = false;  // nothing but end-of-generation may follow it
+    bool has_logprobs = false;
+    StepLogprobs logprobs;
+  };
+  // Chooses the token for `logits` (step `step`): on_logits, logprobs, the grammar's
+  // mask, then the sampler (sample_draft against `draft` when >= 0); appends it to
+  // planned_. Returns whether the token is `draft`.
+  bool choose(std::span<float> logits, int step, TokenId draft);
+  // One round of prompt lookup: drafts, verifies them in one pass and plans the
+  // accepted tokens plus the model's next one. False (nothing planned) when there is no
+  // draft or no room for one.
+  bool speculate();
+  // Hands out planned_.front(): it joins the history.
+  void emit(std::string& piece);
   // Masks the logits with the grammar; false where it allows no token at all.
   bool constrain(std::span<float> logits);
   // After accepting a token: whether anything but end-of-generation may follow.
@@ -248,6 +285,8 @@ class Generation {
   std::vector<float> raw_logits_;  // logprobs: the step's logits before sampling
   StepLogprobs logprobs_;
   bool has_logprobs_ = false;
+  std::deque<Planned> planned_;
+  std::unique_ptr<PromptLookup> lookup_;  // null: no speculation
 };
 
 }  // namespace runnel

@@ -100,6 +100,15 @@ Generation::Generation(Session& session, const std::vector<TokenId>& prompt,
     sampler_.accept(s.tokens_[i]);
   }
   for (const TokenId t : prompt) sampler_.accept(t);
+  if (params_.lookup_ngram < 0) {
+    throw std::invalid_argument("lookup_ngram must be >= 0 (0 = off), got " + std::to_string(params_.lookup_ngram));
+  }
+  if (params_.lookup_ngram > 0) {
+    if (s.engine_.options().n_draft < 1) {
+      throw std::invalid_argument("prompt lookup needs an engine with a draft length (EngineOptions::n_draft > 0)");
+    }
+    lookup_ = std::make_unique<PromptLookup>(params_.lookup_ngram, s.engine_.options().n_draft);
+  }
   if (params_.grammar) {
     std::shared_ptr<const TokenTrie> vocab = s.engine_.grammar_vocab();
     grammar_ = std::make_unique<GrammarState>(
@@ -126,26 +135,31 @@ bool Generation::step(std::string& piece) {
   if (done_) return false;
   Session& s = session_;
   const Clock::time_point step_start = Clock::now();
-  // ---- sample, stream, evaluate
-  if (step_ > 0) s.run_pending(false, nullptr);  // the token sampled last
-  if (params_.on_logits) params_.on_logits(step_, s.last_logits_);
+  if (planned_.empty() && !speculate()) {
+    if (step_ > 0) s.run_pending(false, nullptr);  // the token sampled last
+    choose(s.last_logits_, step_, -1);
+  }
+  emit(piece);
+  stats_.gen_ms += ms_since(step_start);
+  return !done_;
+}
+
+bool Generation::choose(std::span<float> logits, int step, TokenId draft) {
+  Session& s = session_;
+  if (params_.on_logits) params_.on_logits(step, logits);
   // Masks and the sampler change the logits in place.
-  if (params_.logprobs >= 0) raw_logits_.assign(s.last_logits_.begin(), s.last_logits_.end());
-  if (grammar_ && !constrain(s.last_logits_)) {
-    // The grammar allows no token of this vocabulary here: nothing can follow.
-    stats_.stop = StopReason::EndOfGeneration;
-    piece = detok_.flush();
-    done_ = true;
-    stats_.gen_ms += ms_since(step_start);
+  if (params_.logprobs >= 0) raw_logits_.assign(logits.begin(), logits.end());
+  if (grammar_ && !constrain(logits)) {
+    planned_.push_back({});  // the grammar allows no token of this vocabulary here: the end
     return false;
   }
   if (grammar_ && !params_.sampler.logit_bias.empty() && !mask_survives_bias(grammar_->mask, params_.sampler.logit_bias)) {
-    const int n = stats_.n_generated;
+    const int n = stats_.n_generated + static_cast<int>(planned_.size());
     throw std::invalid_argument("logit_bias bans every token the grammar allows after " + std::to_string(n) +
                                 (n == 1 ? " generated token" : " generated tokens"));
   }
-  const TokenId id = sampler_.sample(s.last_logits_);
-  const Tokenizer& tok = s.engine_.tokenizer();
+  bool accepted = false;
+  const TokenId id = draft >= 0 ? sampler_.sample_draft(logits, draft, accepted) : sampler_.sample(logits);
   if (grammar_) {
     const Clock::time_point accept_start = Clock::now();
     if (!grammar_->matcher.accept_token(id)) {
@@ -154,35 +168,77 @@ bool Generation::step(std::string& piece) {
     }
     stats_.grammar_ms += ms_since(accept_start);
   }
-  if ((params_.stop_on_eog || grammar_) && tok.is_eog(id)) {
+  Planned p;
+  p.id = id;
+  const bool ends = (params_.stop_on_eog || grammar_) && s.engine_.tokenizer().is_eog(id);
+  if (!ends) {
+    sampler_.accept(id);
+    if (params_.logprobs >= 0) {
+      p.logprobs = token_logprobs(raw_logits_, id, params_.logprobs);
+      p.has_logprobs = true;
+    }
+    // The grammar is complete: the run ends after this token, as if end-of-generation
+    // were sampled, without evaluating it.
+    p.grammar_complete = grammar_ && !grammar_can_continue();
+  }
+  planned_.push_back(std::move(p));
+  return accepted;
+}
+
+bool Generation::speculate() {
+  Session& s = session_;
+  if (!lookup_ || step_ == 0 || s.n_evaluated_ != s.position() - 1) return false;
+  // Room for the drafts and the token after them, without a context shift, within the
+  // batch, the session's draft rows and the request's max_tokens.
+  const int room = std::min({s.kv_.n_ctx() - s.position() - 1, s.engine_.options().n_draft,
+                             max_gen_ - step_ - 1});
+  if (room <= 0) return false;
+  const std::vector<TokenId> drafts = lookup_->draft(s.tokens_, room);
+  if (drafts.empty()) return false;
+  const int k = static_cast<int>(drafts.size());
+  const std::span<float> rows = s.verify(drafts);
+  const size_t n_vocab = static_cast<size_t>(s.engine_.config().n_vocab);
+  int n_accepted = 0;
+  for (int i = 0; i <= k; ++i) {
+    const std::span<float> logits = rows.subspan(static_cast<size_t>(i) * n_vocab, n_vocab);
+    const bool accepted = choose(logits, step_ + i, i < k ? drafts[i] : -1);
+    const Planned& last = planned_.back();
+    if (!accepted || last.id < 0 || last.grammar_complete || s.engine_.tokenizer().is_eog(last.id)) break;
+    planned_.back().evaluated = true;
+    ++n_accepted;
+  }
+  lookup_->feedback(k, n_accepted);
+  stats_.n_drafted += k;
+  stats_.n_draft_accepted += n_accepted;
+  return true;
+}
+
+void Generation::emit(std::string& piece) {
+  Session& s = session_;
+  const Planned p = std::move(planned_.front());
+  planned_.pop_front();
+  if (p.id < 0 || ((params_.stop_on_eog || grammar_) && s.engine_.tokenizer().is_eog(p.id))) {
     stats_.stop = StopReason::EndOfGeneration;
     piece = detok_.flush();
     done_ = true;
-  } else {
-    sampler_.accept(id);
-    if (params_.logprobs >= 0) {
-      logprobs_ = token_logprobs(raw_logits_, id, params_.logprobs);
-      has_logprobs_ = true;
-    }
-    if (s.position() == s.kv_.n_ctx() && s.shifts_context()) s.shift_context();
-    s.tokens_.push_back(id);  // pending: evaluated when more is asked of this session
-    s.last_logits_ = {};
-    ++stats_.n_generated;
-    ++step_;
-    piece = detok_.push(id);
-    if (step_ == max_gen_) {
-      piece += detok_.flush();
-      done_ = true;
-    } else if (grammar_ && !grammar_can_continue()) {
-      // The grammar is complete: end as if end-of-generation was sampled, without
-      // evaluating this token.
-      piece += detok_.flush();
-      stats_.stop = StopReason::EndOfGeneration;
-      done_ = true;
-    }
+    planned_.clear();
+    return;
   }
-  stats_.gen_ms += ms_since(step_start);
-  return !done_;
+  if (s.position() == s.kv_.n_ctx() && s.shifts_context()) s.shift_context();
+  s.tokens_.push_back(p.id);  // pending unless the verification pass evaluated it
+  if (p.evaluated) ++s.n_evaluated_;
+  s.last_logits_ = {};
+  logprobs_ = p.logprobs;
+  has_logprobs_ = p.has_logprobs;
+  ++stats_.n_generated;
+  ++step_;
+  piece = detok_.push(p.id);
+  if (step_ == max_gen_ || p.grammar_complete) {
+    piece += detok_.flush();
+    if (p.grammar_complete && step_ != max_gen_) stats_.stop = StopReason::EndOfGeneration;
+    done_ = true;
+    planned_.clear();
+  }
 }
 
 bool Generation::constrain(std::span<float> logits) {
@@ -223,6 +279,7 @@ bool Generation::grammar_can_continue() {
 std::string Generation::stop() {
   if (done_) return {};
   done_ = true;
+  planned_.clear();
   stats_.stop = StopReason::Callback;
   return detok_.flush();
 }

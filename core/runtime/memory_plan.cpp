@@ -45,7 +45,7 @@ uint64_t plan_scratch_bytes(const ModelConfig& c, const MemoryPlanOptions& o, bo
   const size_t f16_row = 2 * static_cast<size_t>(std::max(o.n_ctx, head));
   const uint64_t attention = AttentionScratch::bytes(o.n_tasks, o.n_ctx, head, group, f16_row, true);
   return static_cast<uint64_t>(o.n_sessions) *
-         (ForwardScratch::float_bytes(c, b, o.all_logits) + matmul + attention);
+         (ForwardScratch::float_bytes(c, b, o.all_logits, o.n_draft) + matmul + attention);
 }
 
 namespace {

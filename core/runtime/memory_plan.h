@@ -26,6 +26,7 @@ struct MemoryPlanOptions {
   int n_sessions = 1;  // server slots (+1 for embeddings when used)
   int n_tasks = 8;     // attention task buffers (threads * tasks per thread)
   bool all_logits = false;
+  int n_draft = 0;  // EngineOptions::n_draft: rows of logits for speculative verification
 };
 
 struct MemoryPlan {

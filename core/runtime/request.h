@@ -116,6 +116,8 @@ struct RequestOptions {
   // Constrains the output (GenerateParams::grammar): compile_grammar,
   // compile_json_schema or compile_json_object. Null: unconstrained.
   std::shared_ptr<const Grammar> grammar;
+  // Speculative decoding by prompt lookup (GenerateParams::lookup_ngram); 0: off.
+  int lookup_ngram = 0;
   // >= 0: log probabilities of each generated token with this many alternatives
   // (GenerateParams::logprobs), collected by RequestRun::take_logprobs(). -1: off.
   int logprobs = -1;

@@ -88,7 +88,7 @@ void Sampler::accept(int32_t token) {
   history_.push_back(token);
 }
 
-int32_t Sampler::sample(std::span<float> logits) {
+bool Sampler::prepare(std::span<float> logits) {
   if (logits.empty()) {
     throw std::invalid_argument(
         "Sampler::sample: logits are empty; expected one per vocabulary entry");
@@ -104,9 +104,10 @@ int32_t Sampler::sample(std::span<float> logits) {
                             (params_.repeat_penalty != 1.0f || params_.frequency_penalty != 0.0f ||
                              params_.presence_penalty != 0.0f);
   if (penalties_on) apply_penalties(logits, history_, params_, penalty_scratch_);
+  return params_.temperature > 0.0f;
+}
 
-  if (params_.temperature <= 0.0f) return argmax_token(logits);
-
+CandidateList Sampler::distribution(std::span<const float> logits) {
   CandidateList list = make_candidates(logits, candidates_);
   keep_top_k(list, params_.top_k);
   keep_typical(list, params_.typical_p);
@@ -114,8 +115,35 @@ int32_t Sampler::sample(std::span<float> logits) {
   keep_min_p(list, params_.min_p);
   apply_temperature(list, params_.temperature);
   compute_softmax(list);
+  return list;
+}
+
+int32_t Sampler::sample(std::span<float> logits) {
+  if (!prepare(logits)) return argmax_token(logits);
+  const CandidateList list = distribution(logits);
   const double u = uniform_from_bits(static_cast<uint32_t>(rng_()));
   return list.items[draw_index(list, u)].id;
+}
+
+int32_t Sampler::sample_draft(std::span<float> logits, int32_t draft, bool& accepted) {
+  if (!prepare(logits)) {
+    const int32_t id = argmax_token(logits);
+    accepted = id == draft;
+    return id;
+  }
+  CandidateList list = distribution(logits);
+  TokenCandidate* proposed = nullptr;
+  for (TokenCandidate& c : list.items) {
+    if (c.id == draft) proposed = &c;
+  }
+  const double u = uniform_from_bits(static_cast<uint32_t>(rng_()));
+  accepted = proposed && u < proposed->p;
+  if (accepted) return draft;
+  // Rejected: the residual max(0, p - q) with q one-hot at the draft is p without it
+  // (draw_index renormalizes and never picks p == 0).
+  if (proposed) proposed->p = 0.0f;
+  const double v = uniform_from_bits(static_cast<uint32_t>(rng_()));
+  return list.items[draw_index(list, v)].id;
 }
 
 }  // namespace runnel

@@ -40,6 +40,13 @@ class Sampler {
   // Does not accept() the token. Throws std::invalid_argument for empty logits, a
   // NaN or +inf logit, all logits -inf, or an accepted token outside the vocabulary.
   int32_t sample(std::span<float> logits);
+  // Speculative decoding: this step's token when a drafter proposed `draft` (a fixed
+  // proposal: prompt lookup, a greedy draft model). Greedy: the argmax, as sample().
+  // Otherwise `draft` is kept with its probability under the chain's distribution, and
+  // else a token is drawn from the others renormalized: the output follows sample()'s
+  // distribution (the standard acceptance rule with a one-hot proposal), though the
+  // random draws differ. `accepted` says whether the result is `draft`.
+  int32_t sample_draft(std::span<float> logits, int32_t draft, bool& accepted);
   // Records a token of the context (prompt or generated) for the penalties.
   void accept(int32_t token);
   void reset();  // forget history, re-seed
@@ -47,6 +54,11 @@ class Sampler {
   const SamplerParams& params() const { return params_; }
 
  private:
+  // logit_bias and penalties, in place; false when greedy (the chain stops there).
+  bool prepare(std::span<float> logits);
+  // The chain from top-k to the softmax over the prepared logits.
+  CandidateList distribution(std::span<const float> logits);
+
   SamplerParams params_;
   std::mt19937 rng_;
   std::vector<int32_t> history_;          // most recent last, at most penalty_last_n

@@ -175,6 +175,7 @@ RequestOptions Chat::request_for(int n_prompt) const {
   request.sampler.seed = sampler_.seed + n_turns_;  // each turn its own draw; all from --seed
   request.max_tokens = options_.n_predict;
   request.grammar = options_.grammar;
+  request.lookup_ngram = options_.load.lookup_ngram;
   if (request.max_tokens > session_->n_ctx() - n_prompt && !session_->shifts_context())
     request.max_tokens = -1;
   return request;
@@ -262,6 +263,7 @@ int chat_command(const std::vector<std::string>& args) {
       "tokens per reply at most (default -1 = until the end of the turn or a full context)");
   add_sampler_options(p, &o.sampler);
   add_grammar_options(p, &o.grammar_options);
+  add_speculation_options(p, &o.load);
   p.int_option(
       "--keep", &o.load.n_keep,
       "when the context fills during a reply, keep the first N tokens and drop the oldest half\n"

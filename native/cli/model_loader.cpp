@@ -45,11 +45,26 @@ void add_load_options(ArgParser& p, LoadRequest* r) {
                   "MemAvailable); weights beyond it are streamed from the file layer by layer");
 }
 
+void add_speculation_options(ArgParser& p, LoadRequest* r) {
+  p.int_option("--lookup-ngram", &r->lookup_ngram,
+               "speculative decoding by prompt lookup: propose the tokens that followed an earlier\n"
+               "occurrence of the last N tokens (or fewer) and check them in one pass; pays where\n"
+               "the reply repeats its input (edits, code); greedy output is unchanged (default 0: off)");
+  p.int_option("--draft-max", &r->n_draft, "with --lookup-ngram: the most tokens proposed at once (default 8)");
+}
+
 void check_load_options(const ArgParser& p, const LoadRequest& r) {
   if (r.model.empty()) throw UsageError("-m: a model file is required");
   if (p.seen("-c") && r.n_ctx < 1) throw UsageError("-c: must be >= 1, got " + std::to_string(r.n_ctx));
   if (p.seen("-t") && r.n_threads < 1) throw UsageError("-t: must be >= 1, got " + std::to_string(r.n_threads));
   if (r.n_keep < -1) throw UsageError("--keep: must be >= -1, got " + std::to_string(r.n_keep));
+  if (r.lookup_ngram < 0 || r.lookup_ngram > 16) {
+    throw UsageError("--lookup-ngram: must be in [0, 16], got " + std::to_string(r.lookup_ngram));
+  }
+  if (r.n_draft < 1 || r.n_draft >= r.n_batch) {
+    throw UsageError("--draft-max: must be in [1, " + std::to_string(r.n_batch - 1) + "], got " +
+                     std::to_string(r.n_draft));
+  }
 }
 
 LoadedModel load_model(const LoadRequest& r) {
@@ -58,6 +73,7 @@ LoadedModel load_model(const LoadRequest& r) {
   eo.n_keep = r.n_keep;
   eo.n_batch = r.n_batch;
   eo.all_logits = r.all_logits;
+  eo.n_draft = r.lookup_ngram > 0 ? r.n_draft : 0;
   try {
     eo.kv_type = parse_kv_type(r.kv_type);
   } catch (const std::invalid_argument& e) {
@@ -73,6 +89,7 @@ LoadedModel load_model(const LoadRequest& r) {
   po.n_ctx = r.n_ctx > 0 ? r.n_ctx : config.default_n_ctx();
   po.n_batch = eo.n_batch;
   po.all_logits = r.all_logits;
+  po.n_draft = eo.n_draft;
   po.kv_type = eo.kv_type;
   po.n_sessions = r.n_sessions;
   po.n_tasks = out.n_threads == 1 ? 1 : out.n_threads * kTasksPerThread;

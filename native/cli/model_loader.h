@@ -24,6 +24,10 @@ struct LoadRequest {
   int n_sessions = 1;
   int n_batch = 64;  // tokens per forward pass of a prompt
   bool all_logits = false;  // EngineOptions::all_logits (run --all-logits)
+  // Speculative decoding (add_speculation_options): --lookup-ngram (the requests'
+  // GenerateParams::lookup_ngram; 0: off) and --draft-max (EngineOptions::n_draft when on).
+  int lookup_ngram = 0;
+  int n_draft = 8;
   bool dry_run = false;
 };
 
@@ -45,6 +49,9 @@ LoadedModel load_model(const LoadRequest& request);
 void add_load_options(ArgParser& p, LoadRequest* r);
 // Their checks, and --keep's: UsageError naming the flag.
 void check_load_options(const ArgParser& p, const LoadRequest& r);
+
+// --lookup-ngram and --draft-max (run, chat, serve), checked by check_load_options.
+void add_speculation_options(ArgParser& p, LoadRequest* r);
 
 // The thread count for -t N, the one place every command resolves it: 0 gives the
 // physical cores; more than the logical CPUs gives the logical CPUs, with a warning on

@@ -99,6 +99,7 @@ int run_command(const std::vector<std::string>& args) {
                "tokens to generate (default 128; -1 = until end of text or full context)");
   add_sampler_options(p, &o.sampler);
   add_grammar_options(p, &o.grammar);
+  add_speculation_options(p, &o.load);
   p.flag("--no-display-prompt", &o.no_display_prompt, "do not echo the prompt");
   p.flag("--special", &o.special,
          "parse special-token text (\"<|im_start|>\") in the prompt as control tokens (the default,\n"
@@ -150,6 +151,7 @@ int run_command(const std::vector<std::string>& args) {
   request.sampler = o.sampler;
   request.sampler.seed = resolve_seed(request.sampler.seed);
   request.grammar = load_grammar(*engine, o.grammar);
+  request.lookup_ngram = o.load.lookup_ngram;
   std::unique_ptr<Session> session = engine->new_session();
   const uint64_t fingerprint = o.session.empty() ? 0 : model_fingerprint(engine->store().model());
   const bool restored = !o.session.empty() && load_session_file(o.session, *session, fingerprint);
@@ -210,6 +212,10 @@ int run_command(const std::vector<std::string>& args) {
   }
   std::fprintf(stderr, "generation: %d tokens in %.1f ms, %.2f tok/s\n", stats.n_generated,
                stats.gen_ms, stats.gen_tokens_per_s());
+  if (request.lookup_ngram > 0) {
+    std::fprintf(stderr, "speculation: %d draft tokens, %d accepted (%.0f%%)\n", stats.n_drafted,
+                 stats.n_draft_accepted, stats.n_drafted > 0 ? 100.0 * stats.n_draft_accepted / stats.n_drafted : 0.0);
+  }
   if (request.grammar) {
     std::fprintf(stderr, "grammar: %.1f ms of it, %.3f ms/token (masks)\n", stats.grammar_ms,
                  stats.grammar_ms / std::max(1, stats.n_generated));

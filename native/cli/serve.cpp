@@ -85,6 +85,8 @@ int serve_command(const std::vector<std::string>& args) {
   p.string_option("--reasoning-format", &reasoning_format, "FORMAT",
                   "reasoning of templates that think (<think>...</think>): auto (default) sends it\n"
                   "as reasoning_content, none keeps it inline in the content");
+  LoadRequest lr;
+  add_speculation_options(p, &lr);
   bool log_disable = false;
   p.flag("--log-disable", &log_disable, "no line per request on stderr (access log, --lenient warnings)");
   float shutdown_s = static_cast<float>(so.shutdown_deadline_s);
@@ -102,6 +104,14 @@ int serve_command(const std::vector<std::string>& args) {
   if (reasoning_format != "auto" && reasoning_format != "none") {
     throw UsageError("--reasoning-format: must be auto or none, got '" + reasoning_format + "'");
   }
+  if (lr.lookup_ngram < 0 || lr.lookup_ngram > 16) {
+    throw UsageError("--lookup-ngram: must be in [0, 16], got " + std::to_string(lr.lookup_ngram));
+  }
+  if (lr.n_draft < 1 || lr.n_draft >= lr.n_batch) {
+    throw UsageError("--draft-max: must be in [1, " + std::to_string(lr.n_batch - 1) + "], got " +
+                     std::to_string(lr.n_draft));
+  }
+  so.lookup_ngram = lr.lookup_ngram;
   so.split_reasoning = reasoning_format == "auto";
   so.shutdown_deadline_s = shutdown_s;
   so.access_log = !log_disable;
@@ -118,7 +128,6 @@ int serve_command(const std::vector<std::string>& args) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
 
-  LoadRequest lr;
   lr.model = model_path;
   lr.n_ctx = n_ctx;
   lr.n_threads = n_threads;

@@ -391,6 +391,8 @@ Server::Outcome Server::generate(int slot, const std::vector<TokenId>& prompt, c
     prompt_tokens_ += prompt.size();
     cached_tokens_ += run.n_cached();
     generated_tokens_ += stats.n_generated;
+    drafted_tokens_ += stats.n_drafted;
+    accepted_drafts_ += stats.n_draft_accepted;
     prompt_seconds_ += stats.prompt_ms / 1000;
     generation_seconds_ += stats.gen_ms / 1000;
     if (stats.n_generated > 1) last_gen_tokens_per_s_ = stats.gen_tokens_per_s();
@@ -435,6 +437,7 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
     options.stop = request.stop;
     options.max_tokens = request.max_tokens ? *request.max_tokens : -1;
     options.logprobs = request.logprobs;
+    options.lookup_ngram = options_.lookup_ngram;
     if (request.grammar) {
       options.grammar = compile_grammar(*engine_, *request.grammar, request.constraint_field);
     } else if (request.json_schema) {
@@ -775,6 +778,10 @@ std::string Server::metrics_text() {
   metric("runnel_prompt_tokens_cached_total", "counter", "Prompt tokens reused from a slot's cache.",
          static_cast<double>(cached_tokens_));
   metric("runnel_generated_tokens_total", "counter", "Tokens generated.", static_cast<double>(generated_tokens_));
+  metric("runnel_draft_tokens_total", "counter", "Speculative decoding: draft tokens checked.",
+         static_cast<double>(drafted_tokens_));
+  metric("runnel_draft_tokens_accepted_total", "counter", "Speculative decoding: draft tokens accepted.",
+         static_cast<double>(accepted_drafts_));
   metric("runnel_prompt_seconds_total", "counter", "Time spent evaluating prompts.", prompt_seconds_);
   metric("runnel_generation_seconds_total", "counter", "Time spent generating.", generation_seconds_);
   metric("runnel_generation_tokens_per_second", "gauge", "Generation speed of the last request.",

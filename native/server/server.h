@@ -56,6 +56,9 @@ struct ServerOptions {
   bool split_reasoning = true;
   // One line per request on stderr: method, path, status, tokens, milliseconds.
   bool access_log = true;
+  // Speculative decoding by prompt lookup for every request (RequestOptions::
+  // lookup_ngram; the engine needs EngineOptions::n_draft > 0); 0: off.
+  int lookup_ngram = 0;
 };
 
 class Server {
@@ -122,6 +125,7 @@ class Server {
   std::mutex metrics_mutex_;
   std::map<std::string, std::map<int, uint64_t>> requests_;  // path -> status -> count
   uint64_t prompt_tokens_ = 0, cached_tokens_ = 0, generated_tokens_ = 0;
+  uint64_t drafted_tokens_ = 0, accepted_drafts_ = 0;  // speculative decoding
   double prompt_seconds_ = 0, generation_seconds_ = 0;
   double last_gen_tokens_per_s_ = 0;
 
