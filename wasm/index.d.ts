@@ -33,6 +33,10 @@ export interface LoadOptions {
   /** Keep the logits of every position of a batch, for `session.evalLogits` (costs
    * batchSize x nVocab floats per session). Default false. */
   allLogits?: boolean;
+  /** The most draft tokens a session checks in one pass when a generation asks for
+   * speculative decoding (GenerateParams.lookupNgram); each costs a row of nVocab floats
+   * per session. 0 turns speculation off. Default min(8, batchSize - 1). */
+  draftMax?: number;
   onProgress?: (p: LoadProgress) => void;
   /** Expected sha256 (hex) of a URL's file, checked while downloading. */
   sha256?: string;
@@ -136,6 +140,11 @@ export interface GenerateParams {
   logprobs?: boolean;
   /** With logprobs: how many of each step's likeliest tokens to list (0-20, default 0). */
   topLogprobs?: number;
+  /** Speculative decoding by prompt lookup, as the CLI's and the server's
+   * --lookup-ngram: the tokens that followed an earlier occurrence of the last N tokens
+   * (or fewer) are checked in one pass, up to the model's draftMax. Pays where the reply
+   * repeats its input; greedy output is unchanged. 0 (default): off. */
+  lookupNgram?: number;
   signal?: AbortSignal;
 }
 
@@ -204,6 +213,9 @@ export interface GenerationStats {
   bytesRead: number;
   bytesReadPerToken: number;
   weightsResidentBytes: number;
+  /** Speculative decoding (lookupNgram): draft tokens checked, and of them accepted. */
+  draftTokens: number;
+  draftTokensAccepted: number;
 }
 
 export interface ChatMessage {

@@ -139,6 +139,7 @@ export class Engine {
       kvType: options.kvType ?? 'f16',
       batchSize: options.batchSize ?? 64,
       allLogits: options.allLogits === true,
+      ...(options.draftMax !== undefined && { draftMax: options.draftMax }),
     };
     this.onLoadProgress = onProgress
       ? (done, total) => onProgress({ phase: 'load', loaded: done, total })

@@ -123,7 +123,7 @@ for (const op of ['info', 'tokenize', 'detokenize', 'embed', 'applyChatTemplate'
 // Types are checked here; ranges in the engine (SamplerParams::validate), which names
 // the field.
 const kNumberParams = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'typicalP', 'repeatPenalty',
-  'frequencyPenalty', 'presencePenalty', 'penaltyLastN', 'seed', 'topLogprobs'];
+  'frequencyPenalty', 'presencePenalty', 'penaltyLastN', 'seed', 'topLogprobs', 'lookupNgram'];
 const kKnownParams = new Set([...kNumberParams, 'stop', 'logitBias', 'grammar', 'jsonSchema', 'chatTemplateKwargs',
   'tools', 'toolChoice', 'parallelToolCalls', 'logprobs', 'signal']);
 
@@ -373,7 +373,7 @@ export class Model {
 }
 
 // Loads a GGUF model. source: { url } | { blob } | { bytes } | { path } (Node).
-// options: { threads, memoryBudget, contextSize, kvType, batchSize, allLogits, onProgress,
+// options: { threads, memoryBudget, contextSize, kvType, batchSize, allLogits, draftMax, onProgress,
 //            sha256, cache, distUrl, workerUrl, isa }.
 export async function loadModel(source, options = {}) {
   if (source === null || typeof source !== 'object') {

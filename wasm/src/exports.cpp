@@ -451,7 +451,9 @@ json stats_json(const RequestRun& run, const SessionSlot& slot, const LoadedMode
           {"finishReason", finish_reason_name(run.finish_reason())},
           {"cachedTokens", run.n_cached()},
           {"bytesRead", m.store->bytes_read() - slot.bytes_read_at_start},
-          {"weightsResidentBytes", m.store->resident_bytes()}};
+          {"weightsResidentBytes", m.store->resident_bytes()},
+          {"draftTokens", st.n_drafted},
+          {"draftTokensAccepted", st.n_draft_accepted}};
 }
 
 }  // namespace
@@ -473,7 +475,7 @@ EMSCRIPTEN_KEEPALIVE int rn_select_isa(const char* isa) {
 }
 
 // {"files": [{"source", "size", "name"}], "contextSize", "memoryBudget", "threads",
-//  "kvType", "batchSize", "keep", "allLogits"} -> model handle, or 0.
+//  "kvType", "batchSize", "keep", "allLogits", "draftMax"} -> model handle, or 0.
 EMSCRIPTEN_KEEPALIVE int rn_model_load(const char* request_json) {
   return guarded(0, [&] {
     const json r = json::parse(request_json);
@@ -490,6 +492,7 @@ EMSCRIPTEN_KEEPALIVE int rn_model_load(const char* request_json) {
     eo.n_batch = field<int>(r, "batchSize", 64);
     eo.n_keep = field<int>(r, "keep", -1);
     eo.all_logits = r.value("allLogits", false);
+    eo.n_draft = field<int>(r, "draftMax", std::min(8, eo.n_batch - 1));
     if (eo.n_ctx < 0) throw std::invalid_argument("contextSize must be >= 0, got " + std::to_string(eo.n_ctx));
     if (eo.n_batch < 1) throw std::invalid_argument("batchSize must be >= 1, got " + std::to_string(eo.n_batch));
     eo.kv_type = parse_kv_type(r.value("kvType", std::string("f16")));
@@ -510,6 +513,7 @@ EMSCRIPTEN_KEEPALIVE int rn_model_load(const char* request_json) {
     po.n_batch = eo.n_batch;
     po.kv_type = eo.kv_type;
     po.all_logits = eo.all_logits;
+    po.n_draft = eo.n_draft;
     po.n_tasks = model->n_threads == 1 ? 1 : model->n_threads * kTasksPerThread;
     model->plan = plan_memory(store->model(), config, po);
     // wasm32 addresses 4 GiB; keep room for the JS side and the allocator.
@@ -648,6 +652,11 @@ EMSCRIPTEN_KEEPALIVE int rn_generate_start(int session, const char* request_json
     options.stop = stop_strings(params);
     options.grammar = output_grammar(*m.engine, params);
     options.logprobs = logprobs_option(params);
+    options.lookup_ngram = field<int>(params, "lookupNgram", 0);
+    if (options.lookup_ngram < 0 || options.lookup_ngram > 16) {
+      throw RequestError("lookupNgram must be in [0, 16] (0: off), got " + std::to_string(options.lookup_ngram),
+                         "lookupNgram");
+    }
     std::vector<TokenId> prompt;
     slot.chat_syntax.reset();
     slot.text.clear();
