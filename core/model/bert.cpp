@@ -11,7 +11,7 @@
 
 namespace runnel {
 
-void Model::forward_bert(std::span<const int32_t> tokens, int pos0, KvCache& kv, ForwardScratch& s,
+void Model::forward_bert(std::span<const int32_t> tokens, std::span<const SeqRun> runs, ForwardScratch& s,
                          Parallel& par, float* hidden_out) {
   const ModelConfig& c = config_;
   const int n = static_cast<int>(tokens.size());
@@ -19,7 +19,7 @@ void Model::forward_bert(std::span<const int32_t> tokens, int pos0, KvCache& kv,
   const size_t n_x = static_cast<size_t>(n) * c.n_embd;
 
   // x [n, n_embd] = layer_norm(token rows + type row 0 + position rows)
-  embed(tokens, pos0, s);
+  embed(tokens, runs, s);
   layer_norm_rows(embd_norm_, embd_norm_b_, s.x.data(), s.x.data(), n, s);
   for (int l = 0; l < c.n_layer; ++l) {
     store_.acquire(l);
@@ -27,7 +27,7 @@ void Model::forward_bert(std::span<const int32_t> tokens, int pos0, KvCache& kv,
     const LayerTensors& w = layers_[l];
     // x = layer_norm(x + attention(x)) * attn_output_norm + bias
     std::copy(s.x.begin(), s.x.begin() + static_cast<std::ptrdiff_t>(n_x), s.xb.begin());
-    attention_block(l, n, pos0, kv, s, par);
+    attention_block(l, n, runs, s, par);
     ops.add(s.x.data(), s.proj.data(), s.x.data(), static_cast<int64_t>(n_x));
     layer_norm_rows(w.attn_out_norm, w.attn_out_norm_b, s.x.data(), s.x.data(), n, s);
     // x = layer_norm(x + ffn(x)) * layer_output_norm + bias

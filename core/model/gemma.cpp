@@ -8,21 +8,21 @@
 
 namespace runnel {
 
-void Model::forward_gemma(std::span<const int32_t> tokens, int pos0, bool all_logits, KvCache& kv,
+void Model::forward_gemma(std::span<const int32_t> tokens, std::span<const SeqRun> runs, bool all_logits,
                           ForwardScratch& s, Parallel& par, float* hidden_out) {
   const ModelConfig& c = config_;
   const int n = static_cast<int>(tokens.size());
   const FloatOps& ops = float_ops();
   const size_t n_x = static_cast<size_t>(n) * c.n_embd;
 
-  embed(tokens, pos0, s);  // x [n, n_embd], scaled
+  embed(tokens, runs, s);  // x [n, n_embd], scaled
   for (int l = 0; l < c.n_layer; ++l) {
     store_.acquire(l);
     if (l + 1 < c.n_layer) store_.prefetch(l + 1);
     const LayerTensors& w = layers_[l];
     // x += post_norm(attention(rms_norm(x) * attn_norm))
     norm_rows(w.attn_norm, s.x.data(), s.xb.data(), n, s);
-    attention_block(l, n, pos0, kv, s, par);
+    attention_block(l, n, runs, s, par);
     if (c.has_post_norms) norm_rows(w.post_attn_norm, s.proj.data(), s.proj.data(), n, s);
     ops.add(s.x.data(), s.proj.data(), s.x.data(), n_x);
     // x += post_norm(ffn(rms_norm(x) * ffn_norm)), ffn = W_down (gelu(W_gate xb) * W_up xb)

@@ -312,24 +312,31 @@ void Model::rerotate_keys(KvCache& kv, int pos, int count, int delta) const {
 
 void Model::forward(std::span<const int32_t> tokens, int pos0, bool all_logits, KvCache& kv,
                     ForwardScratch& s, Parallel& par, float* hidden_out) {
-  kv.make_room(pos0, static_cast<int>(tokens.size()));  // sliding layers drop what no token will see
+  const SeqRun run{&kv, pos0, static_cast<int>(tokens.size())};
+  forward_runs(tokens, std::span<const SeqRun>(&run, 1), all_logits, s, par, hidden_out);
+}
+
+void Model::forward_runs(std::span<const int32_t> tokens, std::span<const SeqRun> runs, bool all_logits,
+                         ForwardScratch& s, Parallel& par, float* hidden_out) {
+  // sliding layers drop what no token will see
+  for (const SeqRun& r : runs) r.kv->make_room(r.pos0, r.n);
   switch (config_.arch) {
     case Arch::Llama:
     case Arch::Qwen2:
     case Arch::Qwen3:
     case Arch::Phi3:
-      return forward_llama(tokens, pos0, all_logits, kv, s, par, hidden_out);
+      return forward_llama(tokens, runs, all_logits, s, par, hidden_out);
     case Arch::Gemma:
     case Arch::Gemma2:
     case Arch::Gemma3:
-      return forward_gemma(tokens, pos0, all_logits, kv, s, par, hidden_out);
+      return forward_gemma(tokens, runs, all_logits, s, par, hidden_out);
     case Arch::Bert:
     case Arch::NomicBert:
-      return forward_bert(tokens, pos0, kv, s, par, hidden_out);
+      return forward_bert(tokens, runs, s, par, hidden_out);
   }
 }
 
-void Model::embed(std::span<const int32_t> tokens, int pos0, ForwardScratch& s) {
+void Model::embed(std::span<const int32_t> tokens, std::span<const SeqRun> runs, ForwardScratch& s) {
   const ModelConfig& c = config_;
   const int n = static_cast<int>(tokens.size());
   const size_t n_embd = c.n_embd;
@@ -360,8 +367,11 @@ void Model::embed(std::span<const int32_t> tokens, int pos0, ForwardScratch& s) 
     const uint8_t* rows = store_.tensor_bytes(*position_embd_).data();
     const size_t rb = row_bytes(position_embd_->type, c.n_embd);
     const TypeKernels& pk = kernels().of(position_embd_->type);
-    for (int i = 0; i < n; ++i) {
-      pk.dequantize_row(rows + static_cast<size_t>(pos0 + i) * rb, &s.xb[i * n_embd], c.n_embd);
+    int i = 0;
+    for (const SeqRun& r : runs) {
+      for (int j = 0; j < r.n; ++j, ++i) {
+        pk.dequantize_row(rows + static_cast<size_t>(r.pos0 + j) * rb, &s.xb[i * n_embd], c.n_embd);
+      }
     }
     ops.add(s.x.data(), s.xb.data(), s.x.data(), static_cast<int64_t>(n * n_embd));
   }
@@ -370,10 +380,14 @@ void Model::embed(std::span<const int32_t> tokens, int pos0, ForwardScratch& s) 
   // rope [n, n_rot]: each position's rotation, shared by every head and layer (and the
   // same with the sliding layers' base)
   const float* factors = rope_factors(s.n_ctx);
-  for (int i = 0; i < n; ++i) {
-    ops.rope_cos_sin(pos0 + i, rope_params(c, false, factors), &s.rope[static_cast<size_t>(i) * c.n_rot]);
-    if (!s.rope_swa.empty()) {
-      ops.rope_cos_sin(pos0 + i, rope_params(c, true, factors), &s.rope_swa[static_cast<size_t>(i) * c.n_rot]);
+  int i = 0;
+  for (const SeqRun& r : runs) {
+    for (int j = 0; j < r.n; ++j, ++i) {
+      const int pos = r.pos0 + j;
+      ops.rope_cos_sin(pos, rope_params(c, false, factors), &s.rope[static_cast<size_t>(i) * c.n_rot]);
+      if (!s.rope_swa.empty()) {
+        ops.rope_cos_sin(pos, rope_params(c, true, factors), &s.rope_swa[static_cast<size_t>(i) * c.n_rot]);
+      }
     }
   }
 }
@@ -410,7 +424,7 @@ void Model::layer_norm_rows(const GgufTensorInfo* weight, const GgufTensorInfo* 
   }
 }
 
-void Model::attention_block(int l, int n, int pos0, KvCache& kv, ForwardScratch& s, Parallel& par) {
+void Model::attention_block(int l, int n, std::span<const SeqRun> runs, ForwardScratch& s, Parallel& par) {
   const ModelConfig& c = config_;
   const FloatOps& ops = float_ops();
   const LayerTensors& w = layers_[l];
@@ -454,11 +468,20 @@ void Model::attention_block(int l, int n, int pos0, KvCache& kv, ForwardScratch&
       rope_heads(ops, c, &s.q[static_cast<size_t>(i) * c.q_dim()], c.n_head, cos_sin);
       rope_heads(ops, c, &s.k[static_cast<size_t>(i) * c.kv_dim()], c.n_head_kv, cos_sin);
     }
-    kv.store(l, pos0 + i, &s.k[static_cast<size_t>(i) * c.kv_dim()], &s.v[static_cast<size_t>(i) * c.v_dim()]);
   }
-  // attn [n, attn_out_dim]: each head over its positions (all before it, or its window;
-  // every position of the input where attention is not causal)
-  attention(par, c, kv, l, s.q.data(), n, pos0, s.att, s.attn.data());
+  // each run: its k, v into its cache, then attn [n, attn_out_dim]: each head over its
+  // positions (all before it, or its window; every position of the input where
+  // attention is not causal)
+  int i0 = 0;
+  for (const SeqRun& r : runs) {
+    for (int j = 0; j < r.n; ++j) {
+      const size_t i = static_cast<size_t>(i0 + j);
+      r.kv->store(l, r.pos0 + j, &s.k[i * c.kv_dim()], &s.v[i * c.v_dim()]);
+    }
+    attention(par, c, *r.kv, l, s.q.data() + static_cast<size_t>(i0) * c.q_dim(), r.n, r.pos0, s.att,
+              s.attn.data() + static_cast<size_t>(i0) * c.attn_out_dim());
+    i0 += r.n;
+  }
   // proj = W_o attn (+ bias)
   if (w.bo) dequantize(w.bo, s.bias_o.data());
   const MatmulJob wo[] = {{matrix(w.wo), s.proj.data(), w.bo ? s.bias_o.data() : nullptr}};

@@ -75,6 +75,15 @@ struct ForwardScratch {
   ForwardScratch(const ModelConfig& c, int n_batch, int n_ctx, int n_tasks, bool all_logits, int draft_rows);
 };
 
+// A run of a forward pass's rows: n consecutive tokens of one sequence at positions
+// pos0 .., its keys and values in `kv`. One run is a prompt chunk or a decode step;
+// several runs decode several sequences in one pass (continuous batching).
+struct SeqRun {
+  KvCache* kv = nullptr;
+  int pos0 = 0;
+  int n = 0;
+};
+
 class Model {
  public:
   // Resolves every tensor (the config has validated them), dequantizes the tensors
@@ -108,6 +117,13 @@ class Model {
   void forward(std::span<const int32_t> tokens, int pos0, bool all_logits, KvCache& kv,
                ForwardScratch& s, Parallel& par,
                float* hidden_out = nullptr);
+  // The same over several runs: tokens holds each run's tokens in order (the runs' n
+  // add up to its size, at most s.n_batch); each run reads and writes its own cache.
+  // Every row's computation depends only on its own run's cache, so with
+  // s.mm.per_token a row gets the bits it would get in a pass of its own. Embedding
+  // models take one run.
+  void forward_runs(std::span<const int32_t> tokens, std::span<const SeqRun> runs, bool all_logits,
+                    ForwardScratch& s, Parallel& par, float* hidden_out = nullptr);
 
  private:
   struct LayerTensors {
@@ -140,17 +156,17 @@ class Model {
   };
 
   // The families' forward functions (forward's contract).
-  void forward_llama(std::span<const int32_t> tokens, int pos0, bool all_logits, KvCache& kv,
+  void forward_llama(std::span<const int32_t> tokens, std::span<const SeqRun> runs, bool all_logits,
                      ForwardScratch& s, Parallel& par, float* hidden_out);
-  void forward_gemma(std::span<const int32_t> tokens, int pos0, bool all_logits, KvCache& kv,
+  void forward_gemma(std::span<const int32_t> tokens, std::span<const SeqRun> runs, bool all_logits,
                      ForwardScratch& s, Parallel& par, float* hidden_out);
-  void forward_bert(std::span<const int32_t> tokens, int pos0, KvCache& kv, ForwardScratch& s,
+  void forward_bert(std::span<const int32_t> tokens, std::span<const SeqRun> runs, ForwardScratch& s,
                     Parallel& par, float* hidden_out);
 
   // ---- building blocks of the forward functions (n tokens at positions pos0 ..)
   // s.x [n, n_embd] = the tokens' embedding rows * config.embd_scale (+ token type row 0,
   // + position rows: bert); s.rope (and s.rope_swa) = each position's rotation.
-  void embed(std::span<const int32_t> tokens, int pos0, ForwardScratch& s);
+  void embed(std::span<const int32_t> tokens, std::span<const SeqRun> runs, ForwardScratch& s);
   // out [n, n_embd] = rms_norm(in) * weight, row by row (in may be out).
   void norm_rows(const GgufTensorInfo* weight, const float* in, float* out, int n, ForwardScratch& s);
   // out [n, n_embd] = layer_norm(in) * weight + bias, row by row (in may be out).
@@ -158,7 +174,7 @@ class Model {
                        int n, ForwardScratch& s);
   // s.proj [n, n_embd] = W_o attention(s.xb) (+ bias) for layer l: q, k, v (+ biases,
   // q/k norms, rope), k and v stored in the cache, then the heads' attention over it.
-  void attention_block(int l, int n, int pos0, KvCache& kv, ForwardScratch& s, Parallel& par);
+  void attention_block(int l, int n, std::span<const SeqRun> runs, ForwardScratch& s, Parallel& par);
   // s.proj [n, n_embd] = W_down act(W_gate s.xb) * (W_up s.xb) for layer l, or
   // W_down act(W_up s.xb + b_up) + b_down without a gate (bert).
   void ffn_block(int l, int n, ForwardScratch& s, Parallel& par);

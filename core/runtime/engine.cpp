@@ -178,6 +178,55 @@ std::span<float> Session::verify(std::span<const TokenId> drafts) {
   return std::span<float>(scratch_.logits.data(), static_cast<size_t>(n) * n_vocab);
 }
 
+int Session::eval_chunk() {
+  Model& model = *engine_.model_;
+  const int n = std::min(scratch_.n_batch, n_pending());
+  if (n > 0) {
+    model.forward(std::span<const int32_t>(tokens_.data() + n_evaluated_, n), n_evaluated_, false, kv_, scratch_,
+                  *engine_.options().parallel);
+    n_evaluated_ += n;
+    last_logits_ = std::span<float>(scratch_.logits.data(), model.config().n_vocab);
+  }
+  return n_pending();
+}
+
+DecodeBatch::DecodeBatch(Engine& engine, int max_sessions)
+    : engine_(engine),
+      scratch_(*engine.model_, std::max(1, max_sessions), engine.n_ctx(),
+               n_tasks_for(*engine.options().parallel, std::numeric_limits<int>::max()), true) {
+  scratch_.mm.per_token = true;
+}
+
+void DecodeBatch::run(std::span<Session* const> sessions) {
+  if (static_cast<int>(sessions.size()) > scratch_.n_batch) {
+    throw std::invalid_argument("DecodeBatch: " + std::to_string(sessions.size()) + " sessions, room for " +
+                                std::to_string(scratch_.n_batch));
+  }
+  for (const Session* s : sessions) {
+    if (&s->engine_ != &engine_ || s->n_pending() != 1 || s->n_ctx() != engine_.n_ctx()) {
+      throw std::invalid_argument(
+          "DecodeBatch: each session must be of this engine, at its context size, with one pending token");
+    }
+  }
+  if (sessions.empty()) return;
+  engine_.check_generative();
+  tokens_.clear();
+  runs_.clear();
+  for (Session* s : sessions) {
+    tokens_.push_back(s->tokens_[static_cast<size_t>(s->n_evaluated_)]);
+    runs_.push_back({&s->kv_, s->n_evaluated_, 1});
+  }
+  engine_.model_->forward_runs(tokens_, runs_, true, scratch_, *engine_.options().parallel);
+  const size_t n_vocab = static_cast<size_t>(engine_.config().n_vocab);
+  for (size_t i = 0; i < sessions.size(); ++i) {
+    Session& s = *sessions[i];
+    // Into the session's own buffer: its logits outlive the next batch.
+    std::copy_n(scratch_.logits.begin() + static_cast<std::ptrdiff_t>(i * n_vocab), n_vocab, s.scratch_.logits.begin());
+    s.last_logits_ = std::span<float>(s.scratch_.logits.data(), n_vocab);
+    ++s.n_evaluated_;
+  }
+}
+
 void Session::append(std::span<const TokenId> tokens) {
   if (tokens.empty()) throw std::invalid_argument("eval: no tokens");
   const int n_vocab = engine_.config().n_vocab;

@@ -70,6 +70,10 @@ struct GenerateParams {
   // Greedy output is the same bits as without; sampled output keeps its distribution.
   // 0: off.
   int lookup_ngram = 0;
+  // The prompt is left pending for the caller to evaluate (Session::eval_chunk, a
+  // DecodeBatch), so that a scheduler can interleave it with other sessions' steps;
+  // step() evaluates what is still pending. Not with max_tokens 0.
+  bool defer_prompt = false;
 };
 
 enum class StopReason { MaxTokens, EndOfGeneration, Callback, ContextFull };
@@ -95,6 +99,7 @@ using PieceCallback = std::function<bool(std::string_view piece)>;
 
 class Session;
 class Generation;
+class DecodeBatch;
 
 // The one-line refusal of generation on an embedding model, naming it ("this is a bert
 // embedding model: ..."); the server answers it as a 400.
@@ -131,6 +136,7 @@ class Engine {
 
  private:
   friend class Session;
+  friend class DecodeBatch;
   Engine() = default;
 
   EngineOptions options_;  // n_ctx resolved, parallel set
@@ -141,6 +147,8 @@ class Engine {
   mutable std::once_flag grammar_vocab_once_;
   mutable std::shared_ptr<const TokenTrie> grammar_vocab_;
 };
+
+class DecodeBatch;
 
 class Session {
  public:
@@ -182,6 +190,11 @@ class Session {
   std::vector<float> embed(std::span<const TokenId> tokens, bool normalize = true);
 
   int position() const { return static_cast<int>(tokens_.size()); }  // tokens in history
+  // History tokens not yet run through the model (a deferred prompt, the last sampled
+  // token); eval_chunk() runs up to a batch of them.
+  int n_pending() const { return position() - n_evaluated_; }
+  // Runs the next min(n_pending(), batch size) pending tokens; returns n_pending() after.
+  int eval_chunk();
   int n_ctx() const { return kv_.n_ctx(); }
   const std::vector<TokenId>& tokens() const { return tokens_; }
   // For session files (core/runtime/session_file.h): the cache and how many history
@@ -204,6 +217,7 @@ class Session {
 
  private:
   friend class Generation;
+  friend class DecodeBatch;
   void check_fits(size_t n_new, std::string_view what) const;
   void append(std::span<const TokenId> tokens);  // validates, then adds to the history
   void run_pending(bool all_logits, std::vector<float>* all_out);
@@ -221,6 +235,26 @@ class Session {
   int n_evaluated_ = 0;
   std::span<float> last_logits_;
   int n_context_shifts_ = 0;
+};
+
+// Continuous batching: the one pending token of each of several sessions of an engine
+// run in one forward pass, so each weight is read once for all of them. Products are
+// computed per token (MatmulScratch::per_token) and each row attends only its own
+// session's cache, so every session is left as Session::eval would leave it, to the
+// bit. Sessions must use the engine's context size.
+class DecodeBatch {
+ public:
+  DecodeBatch(Engine& engine, int max_sessions);
+  int max_sessions() const { return scratch_.n_batch; }
+  // Each session has exactly one pending token; afterwards none, its logits ready.
+  // Throws std::invalid_argument (before any work) otherwise.
+  void run(std::span<Session* const> sessions);
+
+ private:
+  Engine& engine_;
+  ForwardScratch scratch_;
+  std::vector<int32_t> tokens_;
+  std::vector<SeqRun> runs_;
 };
 
 // One generation, a token per step: Session::start() checks the request (throwing

@@ -120,7 +120,7 @@ Generation::Generation(Session& session, const std::vector<TokenId>& prompt,
   if (!prompt.empty()) s.append(prompt);
   // Nothing pending and no logits kept (after rewind): recompute the last position.
   if (s.n_evaluated_ == s.position() && s.last_logits_.empty()) --s.n_evaluated_;
-  s.run_pending(false, nullptr);
+  if (!params_.defer_prompt || max_gen_ == 0) s.run_pending(false, nullptr);
   stats_.prompt_ms = ms_since(prompt_start);
   if (max_gen_ == 0 && params_.on_logits) params_.on_logits(0, s.last_logits_);
   stats_.stop = params_.max_tokens < 0 ? StopReason::ContextFull : StopReason::MaxTokens;
@@ -136,7 +136,7 @@ bool Generation::step(std::string& piece) {
   Session& s = session_;
   const Clock::time_point step_start = Clock::now();
   if (planned_.empty() && !speculate()) {
-    if (step_ > 0) s.run_pending(false, nullptr);  // the token sampled last
+    s.run_pending(false, nullptr);  // the token sampled last, or a deferred prompt's rest
     choose(s.last_logits_, step_, -1);
   }
   emit(piece);

@@ -1,0 +1,118 @@
+// Continuous batching (DecodeBatch, GenerateParams::defer_prompt): several sessions
+// decoded in one forward pass get, token for token and bit for bit, what each gets
+// alone, on every kernel set, for plain and repacked products and sliding windows.
+#include <catch2/catch.hpp>
+
+#include "core/runtime/engine.h"
+#include "tests/core/model/tiny_model.h"
+
+namespace runnel {
+namespace {
+
+struct Trace {
+  std::vector<TokenId> tokens;
+  std::vector<std::vector<float>> logits;
+};
+
+GenerateParams greedy(Trace& t, int max_tokens) {
+  GenerateParams p;
+  p.max_tokens = max_tokens;
+  p.sampler.temperature = 0;
+  p.sampler.repeat_penalty = 3.0f;  // the tiny model would repeat one token
+  p.sampler.penalty_last_n = 3;
+  p.stop_on_eog = false;
+  p.on_logits = [&t](int, std::span<const float> l) { t.logits.emplace_back(l.begin(), l.end()); };
+  return p;
+}
+
+const std::vector<std::vector<TokenId>> kPrompts = {
+    {1, 5, 6, 7}, {1, 9, 12, 30, 31, 4, 8, 22, 17, 3, 11}, {1, 20}, {1, 33, 34, 35, 36, 37, 38}};
+
+}  // namespace
+
+TEST_CASE("decode batch: sessions decoded together get the bits each gets alone", "[batch]") {
+  struct Case {
+    const char* arch;
+    GgmlType type;
+  };
+  for (const Case c : {Case{"llama", GgmlType::F32}, Case{"llama", GgmlType::Q4_0}, Case{"qwen2", GgmlType::Q8_0},
+                       Case{"gemma3", GgmlType::Q5_0}}) {
+    test::TinySpec spec;
+    spec.arch = c.arch;
+    spec.matrix_type = c.type;
+    if (spec.arch == "gemma3") {
+      spec.n_swa = 4;
+      spec.swa_period = 2;
+    }
+    const test::TinyModel m = test::build_tiny_model(spec);
+    EngineOptions o;
+    o.n_ctx = 64;
+    o.n_batch = 4;  // the longest prompt takes three chunks
+    auto e = Engine::load(m.store(), o);
+    constexpr int kTokens = 20;
+    INFO(c.arch << " " << traits(c.type).name);
+
+    std::vector<Trace> alone(kPrompts.size());
+    for (size_t i = 0; i < kPrompts.size(); ++i) {
+      auto s = e->new_session();
+      s->generate(kPrompts[i], greedy(alone[i], kTokens), nullptr);
+      alone[i].tokens.assign(s->tokens().begin() + static_cast<std::ptrdiff_t>(kPrompts[i].size()), s->tokens().end());
+    }
+
+    std::vector<Trace> together(kPrompts.size());
+    std::vector<std::unique_ptr<Session>> sessions;
+    std::vector<std::unique_ptr<Generation>> gens;
+    for (size_t i = 0; i < kPrompts.size(); ++i) {
+      sessions.push_back(e->new_session());
+      GenerateParams p = greedy(together[i], kTokens);
+      p.defer_prompt = true;
+      gens.push_back(sessions.back()->start(kPrompts[i], p));
+      CHECK(sessions.back()->n_pending() == static_cast<int>(kPrompts[i].size()));
+    }
+    // Prompts a chunk at a time, round robin, as a scheduler would.
+    for (bool more = true; more;) {
+      more = false;
+      for (auto& s : sessions) more = (s->n_pending() > 0 && s->eval_chunk() > 0) || more;
+    }
+    DecodeBatch batch(*e, static_cast<int>(kPrompts.size()));
+    std::string piece;
+    for (int step = 0; step < kTokens; ++step) {
+      std::vector<Session*> pending;
+      for (auto& s : sessions) {
+        if (s->n_pending() == 1) pending.push_back(s.get());
+      }
+      CHECK(static_cast<int>(pending.size()) == (step == 0 ? 0 : static_cast<int>(sessions.size())));
+      batch.run(pending);
+      for (auto& g : gens) g->step(piece);
+    }
+    for (size_t i = 0; i < kPrompts.size(); ++i) {
+      INFO("prompt " << i);
+      const auto& s = sessions[i];
+      together[i].tokens.assign(s->tokens().begin() + static_cast<std::ptrdiff_t>(kPrompts[i].size()), s->tokens().end());
+      CHECK(together[i].tokens == alone[i].tokens);
+      REQUIRE(together[i].logits.size() == alone[i].logits.size());
+      for (size_t k = 0; k < alone[i].logits.size(); ++k) {
+        INFO("step " << k);
+        CHECK(together[i].logits[k] == alone[i].logits[k]);
+      }
+    }
+  }
+}
+
+TEST_CASE("decode batch: refuses sessions without exactly one pending token", "[batch]") {
+  const test::TinyModel m = test::build_tiny_model({});
+  EngineOptions o;
+  o.n_ctx = 32;
+  auto e = Engine::load(m.store(), o);
+  DecodeBatch batch(*e, 2);
+  auto a = e->new_session();
+  a->eval(std::vector<TokenId>{1, 5});
+  Session* one[] = {a.get()};
+  CHECK_THROWS_AS(batch.run(one), std::invalid_argument);  // nothing pending
+  auto b = e->new_session(16);
+  Session* small[] = {b.get()};
+  CHECK_THROWS_AS(batch.run(small), std::invalid_argument);  // another context size
+  Session* three[] = {a.get(), a.get(), a.get()};
+  CHECK_THROWS_AS(batch.run(three), std::invalid_argument);  // more than its room
+}
+}  // namespace runnel
