@@ -250,6 +250,7 @@ RequestRun::RequestRun(Session& session, const std::vector<TokenId>& prompt,
   gp.grammar = options.grammar;
   gp.logprobs = options.logprobs;
   gp.lookup_ngram = options.lookup_ngram;
+  gp.defer_prompt = options.defer_prompt;
 
   // ---- reuse the cached prefix; generate() recomputes the last position if nothing is new
   const size_t keep = common_prefix(session.tokens(), prompt);

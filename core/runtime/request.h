@@ -118,6 +118,9 @@ struct RequestOptions {
   std::shared_ptr<const Grammar> grammar;
   // Speculative decoding by prompt lookup (GenerateParams::lookup_ngram); 0: off.
   int lookup_ngram = 0;
+  // The prompt is left for the caller to evaluate (GenerateParams::defer_prompt: a
+  // scheduler interleaving sessions).
+  bool defer_prompt = false;
   // >= 0: log probabilities of each generated token with this many alternatives
   // (GenerateParams::logprobs), collected by RequestRun::take_logprobs(). -1: off.
   int logprobs = -1;

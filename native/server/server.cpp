@@ -131,6 +131,7 @@ Server::Server(std::unique_ptr<Engine> engine, ServerOptions options)
                    options_.session_path.c_str());
     }
   }
+  scheduler_ = std::make_unique<Scheduler>(*engine_, options_.slots, compute_mutex_);
   install_routes();
 }
 
@@ -163,6 +164,7 @@ void Server::save_session() {
 void Server::stop() {
   if (shutting_down_.exchange(true)) return;
   deadline_ns_ = now_ns() + static_cast<int64_t>(options_.shutdown_deadline_s * 1e9);
+  scheduler_->cut_after(deadline_ns_);
   {
     std::lock_guard<std::mutex> lock(slots_mutex_);
     slot_freed_.notify_all();  // queued requests answer 503
@@ -350,52 +352,33 @@ void Server::release_slot(int index) {
 
 Server::Outcome Server::generate(int slot, const std::vector<TokenId>& prompt, const RequestOptions& options,
                                  const Emit& emit) {
-  std::lock_guard<std::mutex> compute(compute_mutex_);
-  RequestRun run(*slots_[slot].session, prompt, options);
-  std::string piece;
+  const std::shared_ptr<Scheduler::Job> job = scheduler_->submit(*slots_[slot].session, prompt, options);
+  std::string text;
   std::vector<StepLogprobs> logprobs;
-  Outcome out;
-  bool more = !run.done();
-  while (more) {
-    try {
-      more = run.next(piece);
-    } catch (const std::exception& e) {
-      // A request the engine cannot go on with mid-way (logit_bias banning every
-      // token its grammar allows): the reply so far ends with the error.
-      out.error = e.what();
-      run.stop(FinishReason::Aborted);
-      break;
-    }
-    logprobs = run.take_logprobs();
-    if ((!piece.empty() || !logprobs.empty()) && !emit(piece, logprobs)) {
-      run.stop(FinishReason::Aborted);  // the client went away
-      break;
-    }
-    if (more && shutting_down_ && now_ns() > deadline_ns_) {
-      const std::string rest = run.stop(FinishReason::Cut);
-      logprobs = run.take_logprobs();
-      if (!rest.empty() || !logprobs.empty()) emit(rest, logprobs);
-      std::fprintf(stderr, "runnel serve: --shutdown-timeout cut a generation after %d tokens\n",
-                   run.stats().n_generated);
-      break;
+  bool gone = false;
+  while (job->next(text, logprobs)) {
+    if (!gone && !emit(text, logprobs)) {
+      gone = true;  // the client went away
+      job->cancel();
     }
   }
-
-  const GenerationStats& stats = run.stats();
-  out.usage.prompt_tokens = run.n_prompt();
-  out.usage.cached_tokens = run.n_cached();
-  out.usage.completion_tokens = stats.n_generated;
-  out.finish_reason = out.error.empty() ? openai_finish_reason(run.finish_reason()) : "error";
+  const Scheduler::Result& r = job->result();
+  Outcome out;
+  out.error = r.error;
+  out.usage.prompt_tokens = r.n_prompt;
+  out.usage.cached_tokens = r.n_cached;
+  out.usage.completion_tokens = r.n_generated;
+  out.finish_reason = r.error.empty() ? openai_finish_reason(r.finish) : "error";
   {
     std::lock_guard<std::mutex> lock(metrics_mutex_);
     prompt_tokens_ += prompt.size();
-    cached_tokens_ += run.n_cached();
-    generated_tokens_ += stats.n_generated;
-    drafted_tokens_ += stats.n_drafted;
-    accepted_drafts_ += stats.n_draft_accepted;
-    prompt_seconds_ += stats.prompt_ms / 1000;
-    generation_seconds_ += stats.gen_ms / 1000;
-    if (stats.n_generated > 1) last_gen_tokens_per_s_ = stats.gen_tokens_per_s();
+    cached_tokens_ += r.n_cached;
+    generated_tokens_ += r.n_generated;
+    drafted_tokens_ += r.n_drafted;
+    accepted_drafts_ += r.n_draft_accepted;
+    prompt_seconds_ += r.prompt_seconds;
+    generation_seconds_ += r.decode_seconds;
+    if (r.n_generated > 1 && r.decode_seconds > 0) last_gen_tokens_per_s_ = r.n_generated / r.decode_seconds;
   }
   note_usage(out.usage, out.finish_reason);
   return out;
@@ -782,6 +765,10 @@ std::string Server::metrics_text() {
          static_cast<double>(drafted_tokens_));
   metric("runnel_draft_tokens_accepted_total", "counter", "Speculative decoding: draft tokens accepted.",
          static_cast<double>(accepted_drafts_));
+  metric("runnel_batched_passes_total", "counter", "Forward passes that decoded several slots at once.",
+         static_cast<double>(scheduler_->batched_passes()));
+  metric("runnel_batched_tokens_total", "counter", "Tokens decoded in those passes.",
+         static_cast<double>(scheduler_->batched_tokens()));
   metric("runnel_prompt_seconds_total", "counter", "Time spent evaluating prompts.", prompt_seconds_);
   metric("runnel_generation_seconds_total", "counter", "Time spent generating.", generation_seconds_);
   metric("runnel_generation_tokens_per_second", "gauge", "Generation speed of the last request.",

@@ -24,6 +24,7 @@
 #include "core/chat/chat_template.h"
 #include "core/runtime/engine.h"
 #include "native/server/api.h"
+#include "native/server/scheduler.h"
 
 namespace httplib {
 class Server;
@@ -114,7 +115,7 @@ class Server {
   std::vector<Slot> slots_;
   int waiting_ = 0;
 
-  std::mutex compute_mutex_;  // one forward pass at a time on the shared thread pool
+  std::mutex compute_mutex_;  // one compute at a time on the shared thread pool (scheduler rounds, embeddings)
   std::unique_ptr<Session> embed_session_;
 
   std::atomic<bool> shutting_down_{false};
@@ -138,6 +139,10 @@ class Server {
   };
   std::mutex log_mutex_;
   std::map<std::thread::id, RequestLog> request_logs_;
+
+  // Runs every generation (continuous batching); last, so it stops before the sessions
+  // and the engine it uses go away.
+  std::unique_ptr<Scheduler> scheduler_;
 };
 
 }  // namespace runnel::server
