@@ -106,6 +106,20 @@ LoadedModel load_model(const LoadRequest& r) {
   const MemoryPlan::Fit fit = plan.fit(budget.bytes);
   if (r.dry_run) {
     std::fputs(plan.describe(budget.bytes, budget.source).c_str(), stdout);
+    if (r.extra_sessions >= 0) {
+      // Each slot is a KV cache; the largest count that fits with the weights resident,
+      // and with layers streamed.
+      int resident = 0, streaming = 0;
+      for (int n = 1; n <= 64; ++n) {
+        MemoryPlanOptions more = po;
+        more.n_sessions = n + r.extra_sessions;
+        const MemoryPlan::Fit f = plan_memory(store->model(), config, more).fit(budget.bytes);
+        if (f == MemoryPlan::Fit::Resident) resident = n;
+        if (f != MemoryPlan::Fit::DoesNotFit) streaming = n;
+      }
+      std::printf("slots: up to %d with the weights resident, %d with layers streamed (--slots, at most 64)\n",
+                  resident, streaming);
+    }
     out.dry_run_status = fit == MemoryPlan::Fit::DoesNotFit ? 1 : 0;
     return out;
   }

@@ -22,6 +22,9 @@ struct LoadRequest {
   int n_keep = -1;  // EngineOptions::n_keep
   std::string mem_budget;  // empty: detected
   int n_sessions = 1;
+  // serve: sessions besides the slots (the embeddings one); a dry run then also prints
+  // the largest --slots that fits the budget.
+  int extra_sessions = -1;
   int n_batch = 64;  // tokens per forward pass of a prompt
   bool all_logits = false;  // EngineOptions::all_logits (run --all-logits)
   // Speculative decoding (add_speculation_options): --lookup-ngram (the requests'

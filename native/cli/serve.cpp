@@ -135,6 +135,7 @@ int serve_command(const std::vector<std::string>& args) {
   lr.n_keep = n_keep;
   lr.mem_budget = mem_budget;
   lr.n_sessions = so.slots + 1;  // + the embeddings session
+  lr.extra_sessions = 1;
   lr.dry_run = dry_run;
   LoadedModel loaded = load_model(lr);
   if (dry_run) return loaded.dry_run_status;

@@ -379,6 +379,10 @@ TEST_CASE("run refuses requests beyond the context before starting", "[cli]") {
   const CliResult plan = runnel_cli(dir, "run -m '" + model + "' -p x --dry-run");
   CHECK(plan.status == 0);
   CHECK_THAT(plan.out, Catch::Contains("memory plan:") && Catch::Contains("kv cache") && Catch::Contains("fits"));
+  // serve's plan also gives the most slots (each a KV cache) the budget holds.
+  const CliResult slots = runnel_cli(dir, "serve -m '" + model + "' -t 1 -c 64 --dry-run --mem-budget 17M");
+  CHECK(slots.status == 0);
+  CHECK_THAT(slots.out, Catch::Contains("slots: up to ") && Catch::Contains(" with layers streamed"));
   // The figure depends on the thread count (attention task buffers) and the kernel table
   // (repacked sizes): -t and -c are given, the plan is computed here with the CLI's kernels.
   select_kernels_like_cli();
