@@ -153,7 +153,8 @@ TEST_CASE("speculation: sampled output keeps the distribution of sampling withou
     std::map<TokenId, int> ids = plain[i];
     for (const auto& [id, n] : spec[i]) ids[id] += 0;
     double tv = 0;
-    for (const auto& [id, _] : ids) {
+    for (const auto& entry : ids) {
+      const TokenId id = entry.first;  // (clang 14 lambdas cannot capture a structured binding)
       const auto count = [&](const std::map<TokenId, int>& f) {
         const auto it = f.find(id);
         return it == f.end() ? 0.0 : it->second / static_cast<double>(kRuns);
