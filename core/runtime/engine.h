@@ -70,6 +70,9 @@ struct GenerateParams {
   // Greedy output is the same bits as without; sampled output keeps its distribution.
   // 0: off.
   int lookup_ngram = 0;
+  // Another drafter (a DraftModel) instead of prompt lookup; not owned, it must outlive
+  // the generation. Needs EngineOptions::n_draft > 0 as lookup does.
+  Drafter* drafter = nullptr;
   // The prompt is left pending for the caller to evaluate (Session::eval_chunk, a
   // DecodeBatch), so that a scheduler can interleave it with other sessions' steps;
   // step() evaluates what is still pending. Not with max_tokens 0.
@@ -320,7 +323,8 @@ class Generation {
   StepLogprobs logprobs_;
   bool has_logprobs_ = false;
   std::deque<Planned> planned_;
-  std::unique_ptr<PromptLookup> lookup_;  // null: no speculation
+  std::unique_ptr<PromptLookup> lookup_;  // prompt lookup's drafter, owned
+  Drafter* drafter_ = nullptr;            // the drafter in use; null: no speculation
 };
 
 }  // namespace runnel

@@ -103,11 +103,17 @@ Generation::Generation(Session& session, const std::vector<TokenId>& prompt,
   if (params_.lookup_ngram < 0) {
     throw std::invalid_argument("lookup_ngram must be >= 0 (0 = off), got " + std::to_string(params_.lookup_ngram));
   }
-  if (params_.lookup_ngram > 0) {
+  if (params_.lookup_ngram > 0 || params_.drafter) {
     if (s.engine_.options().n_draft < 1) {
-      throw std::invalid_argument("prompt lookup needs an engine with a draft length (EngineOptions::n_draft > 0)");
+      throw std::invalid_argument(std::string(params_.drafter ? "a draft model" : "prompt lookup") +
+                                  " needs an engine with a draft length (EngineOptions::n_draft > 0)");
     }
-    lookup_ = std::make_unique<PromptLookup>(params_.lookup_ngram, s.engine_.options().n_draft);
+    if (params_.drafter) {
+      drafter_ = params_.drafter;
+    } else {
+      lookup_ = std::make_unique<PromptLookup>(params_.lookup_ngram, s.engine_.options().n_draft);
+      drafter_ = lookup_.get();
+    }
   }
   if (params_.grammar) {
     std::shared_ptr<const TokenTrie> vocab = s.engine_.grammar_vocab();
@@ -187,13 +193,13 @@ bool Generation::choose(std::span<float> logits, int step, TokenId draft) {
 
 bool Generation::speculate() {
   Session& s = session_;
-  if (!lookup_ || step_ == 0 || s.n_evaluated_ != s.position() - 1) return false;
+  if (!drafter_ || step_ == 0 || s.n_evaluated_ != s.position() - 1) return false;
   // Room for the drafts and the token after them, without a context shift, within the
   // batch, the session's draft rows and the request's max_tokens.
   const int room = std::min({s.kv_.n_ctx() - s.position() - 1, s.engine_.options().n_draft,
                              max_gen_ - step_ - 1});
   if (room <= 0) return false;
-  const std::vector<TokenId> drafts = lookup_->draft(s.tokens_, room);
+  const std::vector<TokenId> drafts = drafter_->draft(s.tokens_, room);
   if (drafts.empty()) return false;
   const int k = static_cast<int>(drafts.size());
   const std::span<float> rows = s.verify(drafts);
@@ -207,7 +213,7 @@ bool Generation::speculate() {
     planned_.back().evaluated = true;
     ++n_accepted;
   }
-  lookup_->feedback(k, n_accepted);
+  drafter_->feedback(k, n_accepted);
   stats_.n_drafted += k;
   stats_.n_draft_accepted += n_accepted;
   return true;

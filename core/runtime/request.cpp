@@ -241,7 +241,7 @@ void check_grammar_bias(const Engine& engine, const std::shared_ptr<const Gramma
 
 RequestRun::RequestRun(Session& session, const std::vector<TokenId>& prompt,
                        const RequestOptions& options)
-    : matcher_(options.stop), n_prompt_(static_cast<int>(prompt.size())) {
+    : drafter_(options.drafter), matcher_(options.stop), n_prompt_(static_cast<int>(prompt.size())) {
   check_request_fits(n_prompt_, options, session.n_ctx(), session.shifts_context());
   GenerateParams gp;
   gp.max_tokens = options.max_tokens;
@@ -250,6 +250,7 @@ RequestRun::RequestRun(Session& session, const std::vector<TokenId>& prompt,
   gp.grammar = options.grammar;
   gp.logprobs = options.logprobs;
   gp.lookup_ngram = options.lookup_ngram;
+  gp.drafter = options.drafter.get();
   gp.defer_prompt = options.defer_prompt;
 
   // ---- reuse the cached prefix; generate() recomputes the last position if nothing is new

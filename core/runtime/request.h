@@ -118,6 +118,8 @@ struct RequestOptions {
   std::shared_ptr<const Grammar> grammar;
   // Speculative decoding by prompt lookup (GenerateParams::lookup_ngram); 0: off.
   int lookup_ngram = 0;
+  // Or by a draft model (GenerateParams::drafter); shared so a request can hold it.
+  std::shared_ptr<Drafter> drafter;
   // The prompt is left for the caller to evaluate (GenerateParams::defer_prompt: a
   // scheduler interleaving sessions).
   bool defer_prompt = false;
@@ -203,6 +205,7 @@ class RequestRun {
   size_t generated_bytes_ = 0;  // text out of the generation so far
   size_t emitted_bytes_ = 0;    // of it, handed out (the rest is held or was a stop string)
 
+  std::shared_ptr<Drafter> drafter_;  // RequestOptions::drafter, kept for the generation
   std::unique_ptr<Generation> generation_;
   StopMatcher matcher_;
   int n_prompt_ = 0;

@@ -1,5 +1,8 @@
 #include "core/runtime/speculative.h"
 
+#include "core/runtime/engine.h"
+#include "core/runtime/request.h"
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -46,4 +49,52 @@ void PromptLookup::feedback(int n_drafted, int n_accepted) {
   pause_ = misses_ > 0 ? std::min(16, 1 << (misses_ - 1)) : 0;
 }
 
+DraftModel::DraftModel(Session& session, int draft_max)
+    : session_(session), draft_max_(draft_max), draft_len_(std::min(draft_max, 4)) {
+  if (draft_max < 1) throw std::invalid_argument("draft length must be >= 1, got " + std::to_string(draft_max));
+}
+
+std::vector<TokenId> DraftModel::draft(std::span<const TokenId> history, int limit) {
+  const int want = std::min({limit, draft_len_, session_.n_ctx() - static_cast<int>(history.size())});
+  if (want <= 0 || history.empty()) return {};
+  // The draft session holds the history up to where they part (and its last drafts).
+  const std::vector<TokenId> h(history.begin(), history.end());
+  size_t keep = std::min(common_prefix(session_.tokens(), h), h.size() - 1);
+  session_.rewind(static_cast<int>(keep));
+  keep = static_cast<size_t>(session_.position());
+  std::span<const float> logits = session_.eval(std::span<const TokenId>(h.data() + keep, h.size() - keep));
+  std::vector<TokenId> out;
+  for (;;) {
+    const TokenId t = static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    out.push_back(t);
+    if (static_cast<int>(out.size()) == want) break;
+    logits = session_.eval(std::span<const TokenId>(&out.back(), 1));
+  }
+  return out;
+}
+
+void DraftModel::feedback(int n_drafted, int n_accepted) {
+  if (n_drafted <= 0) return;
+  draft_len_ = n_accepted == n_drafted ? std::min(draft_max_, draft_len_ + 2)
+                                       : std::max(1, std::min(draft_len_, n_accepted + 1));
+}
+
+void check_draft_vocabulary(const Engine& target, const Engine& draft) {
+  const Tokenizer& a = target.tokenizer();
+  const Tokenizer& b = draft.tokenizer();
+  if (a.n_vocab() != b.n_vocab() || target.config().n_vocab != draft.config().n_vocab) {
+    throw std::invalid_argument("the draft model's vocabulary has " + std::to_string(draft.config().n_vocab) +
+                                " tokens, the model's " + std::to_string(target.config().n_vocab) +
+                                ": a draft model must share the vocabulary");
+  }
+  for (TokenId id = 0; id < a.n_vocab(); ++id) {
+    if (a.token_text(id) != b.token_text(id)) {
+      throw std::invalid_argument("the draft model's token " + std::to_string(id) + " is '" + b.token_text(id) +
+                                  "' but the model's is '" + a.token_text(id) +
+                                  "': a draft model must share the vocabulary");
+    }
+  }
+}
+
 }  // namespace runnel
+

@@ -1,4 +1,4 @@
-// Prompt lookup, the drafter of speculative decoding (llama.cpp's lookup decoding): the
+// The drafters of speculative decoding. Prompt lookup (llama.cpp's lookup decoding): the
 // tokens that followed the latest earlier occurrence of the context's last n tokens are
 // proposed as the next ones, and the model checks them all in one pass
 // (core/runtime/generate.cpp). It pays where the output repeats the input (edits,
@@ -13,7 +13,20 @@
 
 namespace runnel {
 
-class PromptLookup {
+class Engine;
+class Session;
+
+// What proposes the drafts of speculative decoding.
+class Drafter {
+ public:
+  virtual ~Drafter() = default;
+  // Up to `limit` tokens likely to follow `history` (none: the step runs alone).
+  virtual std::vector<TokenId> draft(std::span<const TokenId> history, int limit) = 0;
+  // The last draft's outcome: n_accepted of n_drafted tokens were what the model chose.
+  virtual void feedback(int n_drafted, int n_accepted) = 0;
+};
+
+class PromptLookup : public Drafter {
  public:
   // ngram: the longest suffix matched (shorter ones down to 1 are tried after it);
   // draft_max: the most tokens proposed at once.
@@ -21,9 +34,8 @@ class PromptLookup {
 
   // Up to min(limit, the current draft length) tokens to follow `history`; empty when
   // no suffix of it occurred before, or while paused.
-  std::vector<TokenId> draft(std::span<const TokenId> history, int limit);
-  // The last draft's outcome: n_accepted of n_drafted tokens were what the model chose.
-  void feedback(int n_drafted, int n_accepted);
+  std::vector<TokenId> draft(std::span<const TokenId> history, int limit) override;
+  void feedback(int n_drafted, int n_accepted) override;
 
   int draft_length() const { return draft_len_; }
 
@@ -32,5 +44,24 @@ class PromptLookup {
   int misses_ = 0;  // drafts in a row with nothing accepted
   int pause_ = 0;   // draft() calls left that propose nothing
 };
+
+// A smaller model of the same vocabulary (check_draft_vocabulary) drafting greedily
+// (llama.cpp's --model-draft). `session`, of the draft engine, mirrors the history:
+// each draft() reuses the prefix it shares with it and evaluates the rest, then runs the
+// draft model a token at a time. The draft length adapts as PromptLookup's does.
+class DraftModel : public Drafter {
+ public:
+  DraftModel(Session& session, int draft_max);
+  std::vector<TokenId> draft(std::span<const TokenId> history, int limit) override;
+  void feedback(int n_drafted, int n_accepted) override;
+
+ private:
+  Session& session_;
+  int draft_max_, draft_len_;
+};
+
+// Throws std::invalid_argument unless `draft` has `target`'s vocabulary (the same
+// size and token texts, the first difference named).
+void check_draft_vocabulary(const Engine& target, const Engine& draft);
 
 }  // namespace runnel

@@ -35,6 +35,7 @@ struct ChatCommandOptions {
   SamplerParams sampler;
   GrammarOptions grammar_options;
   std::shared_ptr<const Grammar> grammar;  // compiled from them: every reply is constrained
+  std::shared_ptr<Drafter> drafter;        // --model-draft's, for every reply
 };
 
 void check_ranges(const ChatCommandOptions& o, const ArgParser& p) {
@@ -176,6 +177,7 @@ RequestOptions Chat::request_for(int n_prompt) const {
   request.max_tokens = options_.n_predict;
   request.grammar = options_.grammar;
   request.lookup_ngram = options_.load.lookup_ngram;
+  request.drafter = options_.drafter;
   if (request.max_tokens > session_->n_ctx() - n_prompt && !session_->shifts_context())
     request.max_tokens = -1;
   return request;
@@ -279,6 +281,9 @@ int chat_command(const std::vector<std::string>& args) {
   Engine& engine = *loaded.engine;
   engine.check_generative();  // an embedding model cannot chat: one line, before the prompt
   o.grammar = load_grammar(engine, o.grammar_options);
+  const std::unique_ptr<Engine> draft_engine = load_draft_model(o.load, engine);
+  const std::unique_ptr<Session> draft_session = draft_engine ? draft_engine->new_session() : nullptr;
+  if (draft_session) o.drafter = std::make_shared<DraftModel>(*draft_session, o.load.n_draft);
   SamplerParams sampler = o.sampler;
   sampler.seed = resolve_seed(sampler.seed);
   const double load_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();

@@ -1,5 +1,7 @@
 #include "native/cli/model_loader.h"
 
+#include "core/runtime/speculative.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -50,7 +52,11 @@ void add_speculation_options(ArgParser& p, LoadRequest* r) {
                "speculative decoding by prompt lookup: propose the tokens that followed an earlier\n"
                "occurrence of the last N tokens (or fewer) and check them in one pass; pays where\n"
                "the reply repeats its input (edits, code); greedy output is unchanged (default 0: off)");
-  p.int_option("--draft-max", &r->n_draft, "with --lookup-ngram: the most tokens proposed at once (default 8)");
+  p.string_option("--model-draft", &r->model_draft, "FILE",
+                  "speculative decoding with a draft model: a smaller GGUF of the same vocabulary\n"
+                  "proposes tokens greedily, checked in one pass (instead of --lookup-ngram)");
+  p.int_option("--draft-max", &r->n_draft,
+               "with --lookup-ngram or --model-draft: the most tokens proposed at once (default 8)");
 }
 
 void check_load_options(const ArgParser& p, const LoadRequest& r) {
@@ -73,7 +79,7 @@ LoadedModel load_model(const LoadRequest& r) {
   eo.n_keep = r.n_keep;
   eo.n_batch = r.n_batch;
   eo.all_logits = r.all_logits;
-  eo.n_draft = r.lookup_ngram > 0 ? r.n_draft : 0;
+  eo.n_draft = r.lookup_ngram > 0 || !r.model_draft.empty() ? r.n_draft : 0;
   try {
     eo.kv_type = parse_kv_type(r.kv_type);
   } catch (const std::invalid_argument& e) {
@@ -142,6 +148,21 @@ LoadedModel load_model(const LoadRequest& r) {
   mmap_store.on_load_progress(nullptr);
   progress.finish();
   return out;
+}
+
+std::unique_ptr<Engine> load_draft_model(const LoadRequest& request, const Engine& target) {
+  if (request.model_draft.empty()) return nullptr;
+  LoadRequest r = request;
+  r.model = request.model_draft;
+  r.model_draft.clear();
+  r.lookup_ngram = 0;
+  r.n_ctx = target.n_ctx();
+  r.all_logits = false;
+  r.dry_run = false;
+  r.extra_sessions = -1;
+  LoadedModel draft = load_model(r);
+  check_draft_vocabulary(target, *draft.engine);
+  return std::move(draft.engine);
 }
 
 }  // namespace runnel::cli

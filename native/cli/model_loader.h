@@ -31,6 +31,7 @@ struct LoadRequest {
   // GenerateParams::lookup_ngram; 0: off) and --draft-max (EngineOptions::n_draft when on).
   int lookup_ngram = 0;
   int n_draft = 8;
+  std::string model_draft;  // --model-draft: a draft model of the same vocabulary
   bool dry_run = false;
 };
 
@@ -53,8 +54,14 @@ void add_load_options(ArgParser& p, LoadRequest* r);
 // Their checks, and --keep's: UsageError naming the flag.
 void check_load_options(const ArgParser& p, const LoadRequest& r);
 
-// --lookup-ngram and --draft-max (run, chat, serve), checked by check_load_options.
+// --lookup-ngram, --model-draft and --draft-max (run, chat, serve), checked by
+// check_load_options.
 void add_speculation_options(ArgParser& p, LoadRequest* r);
+
+// With --model-draft: the draft model, loaded as `request` says (its own memory plan,
+// at the target's context size) and checked to share `target`'s vocabulary (an error
+// naming the first difference otherwise); null without it.
+std::unique_ptr<Engine> load_draft_model(const LoadRequest& request, const Engine& target);
 
 // The thread count for -t N, the one place every command resolves it: 0 gives the
 // physical cores; more than the logical CPUs gives the logical CPUs, with a warning on

@@ -152,6 +152,9 @@ int run_command(const std::vector<std::string>& args) {
   request.sampler.seed = resolve_seed(request.sampler.seed);
   request.grammar = load_grammar(*engine, o.grammar);
   request.lookup_ngram = o.load.lookup_ngram;
+  const std::unique_ptr<Engine> draft_engine = load_draft_model(o.load, *engine);
+  std::unique_ptr<Session> draft_session = draft_engine ? draft_engine->new_session() : nullptr;
+  if (draft_session) request.drafter = std::make_shared<DraftModel>(*draft_session, o.load.n_draft);
   std::unique_ptr<Session> session = engine->new_session();
   const uint64_t fingerprint = o.session.empty() ? 0 : model_fingerprint(engine->store().model());
   const bool restored = !o.session.empty() && load_session_file(o.session, *session, fingerprint);
@@ -212,7 +215,7 @@ int run_command(const std::vector<std::string>& args) {
   }
   std::fprintf(stderr, "generation: %d tokens in %.1f ms, %.2f tok/s\n", stats.n_generated,
                stats.gen_ms, stats.gen_tokens_per_s());
-  if (request.lookup_ngram > 0) {
+  if (request.lookup_ngram > 0 || request.drafter) {
     std::fprintf(stderr, "speculation: %d draft tokens, %d accepted (%.0f%%)\n", stats.n_drafted,
                  stats.n_draft_accepted, stats.n_drafted > 0 ? 100.0 * stats.n_draft_accepted / stats.n_drafted : 0.0);
   }

@@ -112,6 +112,7 @@ int serve_command(const std::vector<std::string>& args) {
                      std::to_string(lr.n_draft));
   }
   so.lookup_ngram = lr.lookup_ngram;
+  so.n_draft = lr.n_draft;
   so.split_reasoning = reasoning_format == "auto";
   so.shutdown_deadline_s = shutdown_s;
   so.access_log = !log_disable;
@@ -141,7 +142,8 @@ int serve_command(const std::vector<std::string>& args) {
   if (dry_run) return loaded.dry_run_status;
   const int threads = loaded.n_threads;
   so.session_path = session_path;
-  server::Server server(std::move(loaded.engine), so);
+  std::unique_ptr<Engine> draft = load_draft_model(lr, *loaded.engine);
+  server::Server server(std::move(loaded.engine), so, std::move(draft));
 
   // The signal thread starts once the port is bound, so that a failed bind prints its
   // error alone; a signal that comes earlier stays pending (blocked) until sigwait.

@@ -115,15 +115,19 @@ class Server::Lease {
   int index_;
 };
 
-Server::Server(std::unique_ptr<Engine> engine, ServerOptions options)
+Server::Server(std::unique_ptr<Engine> engine, ServerOptions options, std::unique_ptr<Engine> draft)
     : engine_(std::move(engine)),
+      draft_engine_(std::move(draft)),
       options_(std::move(options)),
       prompt_format_(*engine_),
       http_(std::make_unique<httplib::Server>()) {
   if (options_.slots < 1) throw std::invalid_argument("--slots must be >= 1, got " + std::to_string(options_.slots));
   if (options_.queue < 0) throw std::invalid_argument("--queue must be >= 0, got " + std::to_string(options_.queue));
   slots_.resize(options_.slots);
-  for (Slot& s : slots_) s.session = engine_->new_session();
+  for (Slot& s : slots_) {
+    s.session = engine_->new_session();
+    if (draft_engine_) s.draft = draft_engine_->new_session();
+  }
   if (!options_.session_path.empty()) {
     fingerprint_ = model_fingerprint(engine_->store().model());
     if (load_session_file(options_.session_path, *slots_[0].session, fingerprint_)) {
@@ -352,7 +356,9 @@ void Server::release_slot(int index) {
 
 Server::Outcome Server::generate(int slot, const std::vector<TokenId>& prompt, const RequestOptions& options,
                                  const Emit& emit) {
-  const std::shared_ptr<Scheduler::Job> job = scheduler_->submit(*slots_[slot].session, prompt, options);
+  RequestOptions with_draft = options;
+  if (slots_[slot].draft) with_draft.drafter = std::make_shared<DraftModel>(*slots_[slot].draft, options_.n_draft);
+  const std::shared_ptr<Scheduler::Job> job = scheduler_->submit(*slots_[slot].session, prompt, with_draft);
   std::string text;
   std::vector<StepLogprobs> logprobs;
   bool gone = false;

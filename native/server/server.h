@@ -60,11 +60,14 @@ struct ServerOptions {
   // Speculative decoding by prompt lookup for every request (RequestOptions::
   // lookup_ngram; the engine needs EngineOptions::n_draft > 0); 0: off.
   int lookup_ngram = 0;
+  // With a draft engine (Server's constructor): the most tokens it proposes at once.
+  int n_draft = 8;
 };
 
 class Server {
  public:
-  Server(std::unique_ptr<Engine> engine, ServerOptions options);
+  // draft: a draft model of the engine's vocabulary (speculative decoding), or null.
+  Server(std::unique_ptr<Engine> engine, ServerOptions options, std::unique_ptr<Engine> draft = nullptr);
   ~Server();
 
   // Binds host:port (throws std::runtime_error naming them on failure), calls
@@ -76,6 +79,7 @@ class Server {
  private:
   struct Slot {
     std::unique_ptr<Session> session;
+    std::unique_ptr<Session> draft;  // the draft model's mirror of it, with a draft engine
     bool busy = false;
   };
   class Lease;
@@ -106,6 +110,7 @@ class Server {
   void save_session();
 
   std::unique_ptr<Engine> engine_;
+  std::unique_ptr<Engine> draft_engine_;
   ServerOptions options_;
   PromptFormat prompt_format_;  // chat template and BOS policy
   std::unique_ptr<httplib::Server> http_;

@@ -232,4 +232,64 @@ TEST_CASE("speculation needs an engine with draft rows; the draft length fits th
   CHECK_THROWS_WITH(Engine::load(m.store(), o), "draft length must be in [0, batch size 4), got 4");
 }
 
+TEST_CASE("draft model: greedy output unchanged; an identical draft is always accepted", "[speculative]") {
+  test::TinySpec spec;
+  spec.matrix_type = GgmlType::Q8_0;
+  const test::TinyModel m = test::build_tiny_model(spec);
+  const auto e = engine_of(m, 4);
+  const std::vector<TokenId> prompt = {1, 7, 8, 9, 7, 8, 9, 7, 8};
+  GenerateParams p;
+  p.max_tokens = 40;
+  p.sampler.temperature = 0;
+  p.sampler.repeat_penalty = 3.0f;
+  p.sampler.penalty_last_n = 3;
+  p.stop_on_eog = false;
+  const Run plain = generate(*e, prompt, p);
+
+  // The same weights as the draft: every draft stands. Other weights: some do not.
+  test::TinySpec other_spec = spec;
+  other_spec.seed = 9;
+  const test::TinyModel other = test::build_tiny_model(other_spec);
+  for (const test::TinyModel* dm : {&m, &other}) {
+    const auto draft_engine = engine_of(*dm, 0);
+    check_draft_vocabulary(*e, *draft_engine);
+    std::unique_ptr<Session> draft_session = draft_engine->new_session();
+    DraftModel drafter(*draft_session, 4);
+    GenerateParams with = p;
+    with.drafter = &drafter;
+    const Run r = generate(*e, prompt, with);
+    INFO((dm == &m ? "same" : "other") << " weights: drafted " << r.stats.n_drafted << ", accepted "
+                                        << r.stats.n_draft_accepted);
+    CHECK(r.tokens == plain.tokens);
+    REQUIRE(r.logits.size() == plain.logits.size());
+    for (size_t i = 0; i < plain.logits.size(); ++i) CHECK(r.logits[i] == plain.logits[i]);
+    CHECK(r.stats.n_drafted > 10);
+    // The drafts are the draft model's argmax; the penalties move some of the model's choices.
+    CHECK(r.stats.n_draft_accepted < r.stats.n_drafted);
+    if (dm == &m) {
+      // Without penalties the same weights choose what they drafted: all stand.
+      GenerateParams bare = with;
+      bare.sampler.repeat_penalty = 1.0f;
+      GenerateParams bare_plain = bare;
+      bare_plain.drafter = nullptr;
+      const Run all = generate(*e, prompt, bare);
+      CHECK(all.tokens == generate(*e, prompt, bare_plain).tokens);
+      CHECK(all.stats.n_drafted > 10);
+      CHECK(all.stats.n_draft_accepted == all.stats.n_drafted);
+    }
+  }
+}
+
+TEST_CASE("draft model: another vocabulary is refused naming the difference", "[speculative]") {
+  const test::TinyModel m = test::build_tiny_model({});
+  test::TinySpec bigger;
+  bigger.n_vocab = 48;
+  const test::TinyModel b = test::build_tiny_model(bigger);
+  const auto e = engine_of(m, 4);
+  const auto d = engine_of(b, 0);
+  CHECK_THROWS_WITH(check_draft_vocabulary(*e, *d),
+                    "the draft model's vocabulary has 48 tokens, the model's 40: a draft model must share the vocabulary");
+}
+
 }  // namespace runnel
+
