@@ -59,11 +59,7 @@ void add_speculation_options(ArgParser& p, LoadRequest* r) {
                "with --lookup-ngram or --model-draft: the most tokens proposed at once (default 8)");
 }
 
-void check_load_options(const ArgParser& p, const LoadRequest& r) {
-  if (r.model.empty()) throw UsageError("-m: a model file is required");
-  if (p.seen("-c") && r.n_ctx < 1) throw UsageError("-c: must be >= 1, got " + std::to_string(r.n_ctx));
-  if (p.seen("-t") && r.n_threads < 1) throw UsageError("-t: must be >= 1, got " + std::to_string(r.n_threads));
-  if (r.n_keep < -1) throw UsageError("--keep: must be >= -1, got " + std::to_string(r.n_keep));
+void check_speculation_options(const LoadRequest& r) {
   if (r.lookup_ngram < 0 || r.lookup_ngram > 16) {
     throw UsageError("--lookup-ngram: must be in [0, 16], got " + std::to_string(r.lookup_ngram));
   }
@@ -71,6 +67,14 @@ void check_load_options(const ArgParser& p, const LoadRequest& r) {
     throw UsageError("--draft-max: must be in [1, " + std::to_string(r.n_batch - 1) + "], got " +
                      std::to_string(r.n_draft));
   }
+}
+
+void check_load_options(const ArgParser& p, const LoadRequest& r) {
+  if (r.model.empty()) throw UsageError("-m: a model file is required");
+  if (p.seen("-c") && r.n_ctx < 1) throw UsageError("-c: must be >= 1, got " + std::to_string(r.n_ctx));
+  if (p.seen("-t") && r.n_threads < 1) throw UsageError("-t: must be >= 1, got " + std::to_string(r.n_threads));
+  if (r.n_keep < -1) throw UsageError("--keep: must be >= -1, got " + std::to_string(r.n_keep));
+  check_speculation_options(r);
 }
 
 LoadedModel load_model(const LoadRequest& r) {

@@ -55,8 +55,9 @@ void add_load_options(ArgParser& p, LoadRequest* r);
 void check_load_options(const ArgParser& p, const LoadRequest& r);
 
 // --lookup-ngram, --model-draft and --draft-max (run, chat, serve), checked by
-// check_load_options.
+// check_speculation_options (check_load_options runs it).
 void add_speculation_options(ArgParser& p, LoadRequest* r);
+void check_speculation_options(const LoadRequest& r);
 
 // With --model-draft: the draft model, loaded as `request` says (its own memory plan,
 // at the target's context size) and checked to share `target`'s vocabulary (an error

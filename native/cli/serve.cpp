@@ -104,13 +104,7 @@ int serve_command(const std::vector<std::string>& args) {
   if (reasoning_format != "auto" && reasoning_format != "none") {
     throw UsageError("--reasoning-format: must be auto or none, got '" + reasoning_format + "'");
   }
-  if (lr.lookup_ngram < 0 || lr.lookup_ngram > 16) {
-    throw UsageError("--lookup-ngram: must be in [0, 16], got " + std::to_string(lr.lookup_ngram));
-  }
-  if (lr.n_draft < 1 || lr.n_draft >= lr.n_batch) {
-    throw UsageError("--draft-max: must be in [1, " + std::to_string(lr.n_batch - 1) + "], got " +
-                     std::to_string(lr.n_draft));
-  }
+  check_speculation_options(lr);
   so.lookup_ngram = lr.lookup_ngram;
   so.n_draft = lr.n_draft;
   so.split_reasoning = reasoning_format == "auto";
