@@ -30,8 +30,11 @@ uint64_t plan_kv_bytes(const ModelConfig& c, const MemoryPlanOptions& o) {
          kv_cache_bytes(c.n_layer, o.n_ctx, c.kv_dim(), c.v_dim(), o.kv_type, c.kv_windows(), o.n_batch);
 }
 
-uint64_t plan_scratch_bytes(const ModelConfig& c, const MemoryPlanOptions& o, bool float_gemm) {
-  const int b = c.batch_for(o.n_batch, o.n_ctx);  // an embedding model's is its context
+namespace {
+
+// One ForwardScratch (and its matmul and attention buffers) for batches of b rows.
+uint64_t forward_scratch_bytes(const ModelConfig& c, const MemoryPlanOptions& o, int b, bool all_logits,
+                               int n_draft, bool float_gemm) {
   // MatmulScratch: rows of at most float32 width, and packed groups of kGemmCols rows at
   // most 1.25 bytes an element for quantized weights, 4 for float weights (f32 groups,
   // float_gemm_pack.h)
@@ -44,8 +47,19 @@ uint64_t plan_scratch_bytes(const ModelConfig& c, const MemoryPlanOptions& o, bo
   const int group = std::max(1, c.n_head / std::max(1, c.n_head_kv));
   const size_t f16_row = 2 * static_cast<size_t>(std::max(o.n_ctx, head));
   const uint64_t attention = AttentionScratch::bytes(o.n_tasks, o.n_ctx, head, group, f16_row, true);
-  return static_cast<uint64_t>(o.n_sessions) *
-         (ForwardScratch::float_bytes(c, b, o.all_logits, o.n_draft) + matmul + attention);
+  return ForwardScratch::float_bytes(c, b, all_logits, n_draft) + matmul + attention;
+}
+
+}  // namespace
+
+uint64_t plan_scratch_bytes(const ModelConfig& c, const MemoryPlanOptions& o, bool float_gemm) {
+  const int b = c.batch_for(o.n_batch, o.n_ctx);  // an embedding model's is its context
+  uint64_t bytes = static_cast<uint64_t>(o.n_sessions) *
+                   forward_scratch_bytes(c, o, b, o.all_logits, o.n_draft, float_gemm);
+  if (o.n_decode_batch > 1 && c.generative()) {
+    bytes += forward_scratch_bytes(c, o, o.n_decode_batch, true, 0, float_gemm);
+  }
+  return bytes;
 }
 
 namespace {

@@ -4,7 +4,8 @@
 //
 //   weights  = every tensor's bytes (mapped from the file; page cache)
 //   kv       = n_sessions * n_layer * n_ctx * (K row + V row) in the KV type
-//   scratch  = the forward pass's buffers (ForwardScratch), per session
+//   scratch  = the forward pass's buffers (ForwardScratch), per session, plus one for
+//              the sessions decoded together (DecodeBatch) where there are several
 //   overhead = tokenizer tables + a fixed allowance for code, heap and stacks
 // Streaming (weights larger than what is left of the budget) needs room for the
 // tensors outside layers (kept resident) plus two layers (the current and the next).
@@ -27,6 +28,9 @@ struct MemoryPlanOptions {
   int n_tasks = 8;     // attention task buffers (threads * tasks per thread)
   bool all_logits = false;
   int n_draft = 0;  // EngineOptions::n_draft: rows of logits for speculative verification
+  // Sessions decoded together in one pass (the server's slots: DecodeBatch); above 1 its
+  // scratch, for that many rows with every row's logits, is counted once.
+  int n_decode_batch = 0;
 };
 
 struct MemoryPlan {

@@ -281,7 +281,7 @@ int chat_command(const std::vector<std::string>& args) {
   Engine& engine = *loaded.engine;
   engine.check_generative();  // an embedding model cannot chat: one line, before the prompt
   o.grammar = load_grammar(engine, o.grammar_options);
-  const std::unique_ptr<Engine> draft_engine = load_draft_model(o.load, engine);
+  const std::unique_ptr<Engine> draft_engine = load_draft_model(o.load, engine, loaded.held_bytes());
   const std::unique_ptr<Session> draft_session = draft_engine ? draft_engine->new_session() : nullptr;
   if (draft_session) o.drafter = std::make_shared<DraftModel>(*draft_session, o.load.n_draft);
   SamplerParams sampler = o.sampler;

@@ -48,10 +48,13 @@ void add_load_options(ArgParser& p, LoadRequest* r) {
 }
 
 void add_speculation_options(ArgParser& p, LoadRequest* r) {
+  r->lookup_ngram = kDefaultLookupNgram;  // on where the command offers speculation
   p.int_option("--lookup-ngram", &r->lookup_ngram,
                "speculative decoding by prompt lookup: propose the tokens that followed an earlier\n"
-               "occurrence of the last N tokens (or fewer) and check them in one pass; pays where\n"
-               "the reply repeats its input (edits, code); greedy output is unchanged (default 0: off)");
+               "occurrence of the last N tokens (down to 2) and check them in one pass; pays where\n"
+               "the reply repeats its input (edits, code); the draft starts at one token and\n"
+               "grows while accepted, pausing after misses; greedy output is unchanged\n"
+               "(default 3; 0: off)");
   p.string_option("--model-draft", &r->model_draft, "FILE",
                   "speculative decoding with a draft model: a smaller GGUF of the same vocabulary\n"
                   "proposes tokens greedily, checked in one pass (instead of --lookup-ngram)");
@@ -102,6 +105,7 @@ LoadedModel load_model(const LoadRequest& r) {
   po.n_draft = eo.n_draft;
   po.kv_type = eo.kv_type;
   po.n_sessions = r.n_sessions;
+  po.n_decode_batch = r.decode_batch;
   po.n_tasks = out.n_threads == 1 ? 1 : out.n_threads * kTasksPerThread;
   out.plan = plan_memory(store->model(), config, po);
   MemoryBudget budget = detect_memory_budget();
@@ -112,6 +116,11 @@ LoadedModel load_model(const LoadRequest& r) {
       throw UsageError(std::string("--mem-budget: ") + e.what());
     }
   }
+  if (r.reserved_bytes > 0) {
+    budget.source += ", less " + format_bytes(r.reserved_bytes) + " the target model holds";
+    budget.bytes = budget.bytes > r.reserved_bytes ? budget.bytes - r.reserved_bytes : 0;
+  }
+  out.budget_bytes = budget.bytes;
   const MemoryPlan& plan = out.plan;
   const MemoryPlan::Fit fit = plan.fit(budget.bytes);
   if (r.dry_run) {
@@ -123,6 +132,7 @@ LoadedModel load_model(const LoadRequest& r) {
       for (int n = 1; n <= 64; ++n) {
         MemoryPlanOptions more = po;
         more.n_sessions = n + r.extra_sessions;
+        more.n_decode_batch = r.decode_batch > 0 ? n : 0;
         const MemoryPlan::Fit f = plan_memory(store->model(), config, more).fit(budget.bytes);
         if (f == MemoryPlan::Fit::Resident) resident = n;
         if (f != MemoryPlan::Fit::DoesNotFit) streaming = n;
@@ -154,17 +164,27 @@ LoadedModel load_model(const LoadRequest& r) {
   return out;
 }
 
-std::unique_ptr<Engine> load_draft_model(const LoadRequest& request, const Engine& target) {
+std::unique_ptr<Engine> load_draft_model(const LoadRequest& request, const Engine& target,
+                                         uint64_t target_held_bytes) {
   if (request.model_draft.empty()) return nullptr;
   LoadRequest r = request;
   r.model = request.model_draft;
   r.model_draft.clear();
   r.lookup_ngram = 0;
+  r.decode_batch = 0;  // draft sessions run one at a time
+  r.reserved_bytes = request.reserved_bytes + target_held_bytes;
   r.n_ctx = target.n_ctx();
   r.all_logits = false;
   r.dry_run = false;
   r.extra_sessions = -1;
-  LoadedModel draft = load_model(r);
+  LoadedModel draft;
+  try {
+    draft = load_model(r);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string("--model-draft: ") + e.what());
+  }
   check_draft_vocabulary(target, *draft.engine);
   return std::move(draft.engine);
 }

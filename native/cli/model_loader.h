@@ -4,6 +4,7 @@
 // Engine on a thread pool. --dry-run stops after printing the plan.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -25,6 +26,10 @@ struct LoadRequest {
   // serve: sessions besides the slots (the embeddings one); a dry run then also prints
   // the largest --slots that fits the budget.
   int extra_sessions = -1;
+  int decode_batch = 0;  // serve: slots decoded together (MemoryPlanOptions::n_decode_batch)
+  // Memory another model of this process holds (a draft model's target): taken off the
+  // budget before this model's plan is checked.
+  uint64_t reserved_bytes = 0;
   int n_batch = 64;  // tokens per forward pass of a prompt
   bool all_logits = false;  // EngineOptions::all_logits (run --all-logits)
   // Speculative decoding (add_speculation_options): --lookup-ngram (the requests'
@@ -41,6 +46,11 @@ struct LoadedModel {
   int n_threads = 0;
   int n_streamed_layers = 0;
   int dry_run_status = 0;  // a dry run's exit status: 1 if the plan does not fit
+  uint64_t budget_bytes = 0;  // the budget the plan was checked against
+  // What it holds of that budget: the plan's total, or all of it when streaming.
+  uint64_t held_bytes() const {
+    return n_streamed_layers > 0 ? budget_bytes : std::min(plan.total_bytes(), budget_bytes);
+  }
 };
 
 // Throws UsageError for bad --kv-type / --mem-budget, std::runtime_error with the
@@ -54,15 +64,18 @@ void add_load_options(ArgParser& p, LoadRequest* r);
 // Their checks, and --keep's: UsageError naming the flag.
 void check_load_options(const ArgParser& p, const LoadRequest& r);
 
-// --lookup-ngram, --model-draft and --draft-max (run, chat, serve), checked by
-// check_speculation_options (check_load_options runs it).
+// --lookup-ngram (on by default: kDefaultLookupNgram), --model-draft and --draft-max
+// (run, chat, serve), checked by check_speculation_options (check_load_options runs it).
+constexpr int kDefaultLookupNgram = 3;
 void add_speculation_options(ArgParser& p, LoadRequest* r);
 void check_speculation_options(const LoadRequest& r);
 
 // With --model-draft: the draft model, loaded as `request` says (its own memory plan,
-// at the target's context size) and checked to share `target`'s vocabulary (an error
+// at the target's context size, within what the target's held bytes (LoadedModel::held_bytes)
+// leave of the budget) and checked to share `target`'s vocabulary (an error
 // naming the first difference otherwise); null without it.
-std::unique_ptr<Engine> load_draft_model(const LoadRequest& request, const Engine& target);
+std::unique_ptr<Engine> load_draft_model(const LoadRequest& request, const Engine& target,
+                                         uint64_t target_held_bytes);
 
 // The thread count for -t N, the one place every command resolves it: 0 gives the
 // physical cores; more than the logical CPUs gives the logical CPUs, with a warning on

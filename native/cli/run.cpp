@@ -152,7 +152,7 @@ int run_command(const std::vector<std::string>& args) {
   request.sampler.seed = resolve_seed(request.sampler.seed);
   request.grammar = load_grammar(*engine, o.grammar);
   request.lookup_ngram = o.load.lookup_ngram;
-  const std::unique_ptr<Engine> draft_engine = load_draft_model(o.load, *engine);
+  const std::unique_ptr<Engine> draft_engine = load_draft_model(o.load, *engine, loaded.held_bytes());
   std::unique_ptr<Session> draft_session = draft_engine ? draft_engine->new_session() : nullptr;
   if (draft_session) request.drafter = std::make_shared<DraftModel>(*draft_session, o.load.n_draft);
   std::unique_ptr<Session> session = engine->new_session();

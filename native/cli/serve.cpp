@@ -131,12 +131,13 @@ int serve_command(const std::vector<std::string>& args) {
   lr.mem_budget = mem_budget;
   lr.n_sessions = so.slots + 1;  // + the embeddings session
   lr.extra_sessions = 1;
+  lr.decode_batch = so.slots;
   lr.dry_run = dry_run;
   LoadedModel loaded = load_model(lr);
   if (dry_run) return loaded.dry_run_status;
   const int threads = loaded.n_threads;
   so.session_path = session_path;
-  std::unique_ptr<Engine> draft = load_draft_model(lr, *loaded.engine);
+  std::unique_ptr<Engine> draft = load_draft_model(lr, *loaded.engine, loaded.held_bytes());
   server::Server server(std::move(loaded.engine), so, std::move(draft));
 
   // The signal thread starts once the port is bound, so that a failed bind prints its

@@ -391,6 +391,14 @@ TEST_CASE("run refuses requests beyond the context before starting", "[cli]") {
   po.n_tasks = 1;
   const auto store = MmapStore::open(model);
   const MemoryPlan expected = plan_memory(store->model(), ModelConfig::from_model(store->model()), po);
+  // A draft model's plan (below) gets what the target's leaves of the budget.
+  const MemoryPlan target = plan_memory(store->model(), ModelConfig::from_model(store->model()), [] {
+    MemoryPlanOptions o;
+    o.n_ctx = 64;
+    o.n_tasks = 1;
+    o.n_draft = 8;
+    return o;
+  }());
   REQUIRE(test::select_process_isa());
   CHECK(expected.streaming_bytes() > (16u << 20));  // the fixed 16 MiB allowance and the tiny model
   check_usage_error(dir, "run -m '" + model + "' -p x -t 1 -c 64 --mem-budget 1M",
@@ -398,6 +406,13 @@ TEST_CASE("run refuses requests beyond the context before starting", "[cli]") {
                         " needed even when streaming (kv cache " + format_bytes(expected.kv_bytes) +
                         "), budget 1.0 MiB (--mem-budget); lower -c, use --kv-type q8_0, or raise --mem-budget (see "
                         "--dry-run)");
+  // A draft model gets what the target leaves of the budget.
+  const CliResult draft = runnel_cli(dir, "run -m '" + model + "' -p x -t 1 -c 64 -n 2 --model-draft '" + model +
+                                              "' --mem-budget " + std::to_string(target.total_bytes() + (4 << 20)));
+  CHECK(draft.status == 1);
+  CHECK_THAT(draft.err, Catch::StartsWith("runnel: error: --model-draft: the model does not fit the memory budget") &&
+                            Catch::Contains("(--mem-budget), less " + format_bytes(target.total_bytes()) +
+                                            " the target model holds"));
   check_usage_error(dir, "run -m '" + model + "' -p x --kv-type q3", "--kv-type: KV cache type 'q3' is not one of f16, q8_0, q4_0");
   check_usage_error(dir, "run -m '" + model + "' -p 'a b c d e f g h i' -c 8 -n 1",
                     "the prompt is 10 tokens but the context is 8 (leave room for at least one generated token)");

@@ -11,8 +11,8 @@ let plain;
 let spec;
 
 before(async () => {
-  plain = await startServerWithClient();
-  spec = await startServerWithClient(['--lookup-ngram', '3', '--draft-max', '6']);
+  plain = await startServerWithClient(['--lookup-ngram', '0']);  // on by default
+  spec = await startServerWithClient(['--draft-max', '6']);
 });
 after(async () => {
   await stopServerCleanly(plain.server);
@@ -38,6 +38,8 @@ test('greedy replies are the same text with and without prompt lookup, which acc
 
   const metrics = parseMetrics(await (await fetch(`${spec.server.url}/metrics`)).text());
   assert.ok(metrics.runnel_draft_tokens_total > 0, JSON.stringify(metrics));
+  const off = parseMetrics(await (await fetch(`${plain.server.url}/metrics`)).text());
+  assert.equal(off.runnel_draft_tokens_total, 0, '--lookup-ngram 0 turns it off');
   assert.ok(metrics.runnel_draft_tokens_accepted_total > 0);
   assert.ok(metrics.runnel_draft_tokens_accepted_total <= metrics.runnel_draft_tokens_total);
   const none = parseMetrics(await (await fetch(`${plain.server.url}/metrics`)).text());

@@ -87,6 +87,16 @@ TEST_CASE("memory plan: scratch of the 1B shape by hand", "[plan]") {
   // float matrices: packed f32 groups, 4 bytes an element of the 8-token groups
   const uint64_t float_matmul = 3ull * 64 * 8192 * 4 + 3ull * 64 * 8192 * 4 + sums;
   CHECK(plan_scratch_bytes(c, o, true) == 4 * floats + float_matmul + attention);
+  // Four slots decoded together (DecodeBatch): each session's scratch, plus one for 4
+  // rows with every row's logits (and one packed group: DecodeBatch never packs, but the
+  // scratch is the same type).
+  o.n_sessions = 4;
+  o.n_decode_batch = 4;
+  const uint64_t floats4 = 4ull * (6144 + 2048 + 512 + 512 + 2048 + 16384 + 64) + 5248 + 4ull * 128256;
+  const uint64_t matmul4 = 3ull * 4 * 8192 * 4 + 3ull * 8192 * 5 / 4 * 8 + 3ull * 4 * (8192 * 4 / 32 + 1) * 4;
+  CHECK(plan_scratch_bytes(c, o) == 4 * (4 * floats + matmul + attention) + 4 * floats4 + matmul4 + attention);
+  o.n_decode_batch = 1;  // one slot: no batch
+  CHECK(plan_scratch_bytes(c, o) == 4 * (4 * floats + matmul + attention));
 }
 
 TEST_CASE("memory plan: the scratch types report what they allocate", "[plan]") {

@@ -46,22 +46,28 @@ TEST_CASE("prompt lookup drafts what followed the latest match of the longest su
   PromptLookup lookup(3, 8);
   const std::vector<TokenId> h = {1, 2, 3, 9, 1, 2, 3, 4, 5, 7, 2, 3};
   // "2 3" (n = 3 "7 2 3" never occurred): the latest match is at 5, followed by 4 5 7.
-  CHECK(lookup.draft(h, 8) == std::vector<TokenId>{4, 5, 7, 2});  // the first length is 4
-  CHECK(lookup.draft(h, 2) == std::vector<TokenId>{4, 5});
+  CHECK(lookup.draft(h, 8) == std::vector<TokenId>{4});  // the first draft is one token
   CHECK(lookup.draft(std::vector<TokenId>{1, 2, 3}, 8).empty());
-  CHECK(lookup.draft(std::vector<TokenId>{4, 4}, 8) == std::vector<TokenId>{4});
-  // The length adapts: longer after a full acceptance, shorter after a partial one.
+  // A lone token is not matched unless the n-gram size is 1.
+  CHECK(lookup.draft(std::vector<TokenId>{4, 4}, 8).empty());
+  CHECK(PromptLookup(1, 8).draft(std::vector<TokenId>{4, 4}, 8) == std::vector<TokenId>{4});
+  // The length adapts: doubled after a full acceptance, shorter after a partial one.
+  lookup.feedback(1, 1);
+  lookup.feedback(2, 2);
+  CHECK(lookup.draft_length() == 4);
+  CHECK(lookup.draft(h, 8) == std::vector<TokenId>{4, 5, 7, 2});
+  CHECK(lookup.draft(h, 2) == std::vector<TokenId>{4, 5});
   lookup.feedback(4, 4);
-  CHECK(lookup.draft_length() == 6);
-  lookup.feedback(6, 2);
+  CHECK(lookup.draft_length() == 8);
+  lookup.feedback(8, 2);
   CHECK(lookup.draft_length() == 3);
-  // Nothing accepted: drafting pauses 1, then 2 calls.
+  // Nothing accepted: drafting pauses 2, then 4 calls (and the length drops to 1).
   lookup.feedback(3, 0);
+  CHECK(lookup.draft(h, 8).empty());
   CHECK(lookup.draft(h, 8).empty());
   CHECK(lookup.draft(h, 8).size() == 1);
   lookup.feedback(1, 0);
-  CHECK(lookup.draft(h, 8).empty());
-  CHECK(lookup.draft(h, 8).empty());
+  for (int i = 0; i < 4; ++i) CHECK(lookup.draft(h, 8).empty());
   CHECK_FALSE(lookup.draft(h, 8).empty());
   CHECK_THROWS_AS(PromptLookup(0, 4), std::invalid_argument);
 }
@@ -143,7 +149,7 @@ TEST_CASE("speculation: sampled output keeps the distribution of sampling withou
   const auto plain = frequencies(0, kRuns, plain_stats);
   const auto spec = frequencies(2, kRuns, spec_stats);
   INFO("drafted " << spec_stats.n_drafted << ", accepted " << spec_stats.n_draft_accepted);
-  CHECK(spec_stats.n_drafted > kRuns / 2);
+  CHECK(spec_stats.n_drafted > kRuns / 4);  // drafts start at one token
   CHECK(spec_stats.n_draft_accepted > kRuns / 10);
   CHECK(spec_stats.n_draft_accepted < spec_stats.n_drafted);  // rejections happen too
   for (size_t i = 1; i < 4; ++i) {
