@@ -48,7 +48,9 @@ std::string layer_name(int layer, std::string_view suffix) {
   return "blk." + std::to_string(layer) + "." + std::string(suffix);
 }
 
-bool is_llama_family(Arch a) { return a == Arch::Llama || a == Arch::Qwen2 || a == Arch::Qwen3; }
+bool is_llama_family(Arch a) {
+  return a == Arch::Llama || a == Arch::Qwen2 || a == Arch::Qwen3 || a == Arch::Qwen2Moe || a == Arch::Qwen3Moe;
+}
 
 // rope.scaling.*: the type and factor, the original context (YaRN's, and where Phi-3's
 // LongRoPE switches to its long factors) and the cos/sin scale, which llama.cpp applies
@@ -108,6 +110,7 @@ constexpr ArchInfo kArchs[] = {
     {Arch::Llama, "llama"},   {Arch::Qwen2, "qwen2"},   {Arch::Qwen3, "qwen3"},
     {Arch::Gemma, "gemma"},   {Arch::Gemma2, "gemma2"}, {Arch::Gemma3, "gemma3"},
     {Arch::Phi3, "phi3"},     {Arch::Bert, "bert"},     {Arch::NomicBert, "nomic-bert"},
+    {Arch::Qwen2Moe, "qwen2moe"}, {Arch::Qwen3Moe, "qwen3moe"}, {Arch::Olmoe, "olmoe"},
 };
 
 bool is_gemma(Arch a) { return a == Arch::Gemma || a == Arch::Gemma2 || a == Arch::Gemma3; }
@@ -117,7 +120,12 @@ bool is_bert_family(Arch a) { return a == Arch::Bert || a == Arch::NomicBert; }
 void set_family_traits(ModelConfig& c) {
   c.rope_type = c.arch == Arch::Llama ? RopeType::Normal : RopeType::Neox;
   c.has_qkv_bias = c.arch == Arch::Qwen2;
-  c.has_qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Gemma3;
+  c.has_qk_norm = c.arch == Arch::Qwen3 || c.arch == Arch::Gemma3 || c.arch == Arch::Qwen3Moe;
+  c.has_full_qk_norm = c.arch == Arch::Olmoe;
+  // llama.cpp's norm_w: Mixtral (llama) and qwen3moe renormalize the picked experts'
+  // probabilities; qwen2moe and olmoe keep the softmax's.
+  c.expert_weights_norm = c.arch == Arch::Llama || c.arch == Arch::Qwen3Moe;
+  c.has_shared_expert = c.arch == Arch::Qwen2Moe;
   c.has_post_norms = c.arch == Arch::Gemma2 || c.arch == Arch::Gemma3;
   if (is_gemma(c.arch)) c.ffn_act = FfnAct::Gelu;
   c.fused_gate_up = c.arch == Arch::Phi3;
@@ -243,6 +251,42 @@ void read_embedding_hparams(const GgufModel& model, const std::string& a, ModelC
   c.tied_output = false;  // no output head at all
 }
 
+// Mixture of experts: {arch}.expert_count and the keys that go with it. The MoE
+// families need experts; llama has them when the key says so (Mixtral); any other
+// family with experts is refused by name.
+void read_expert_hparams(const GgufModel& model, const std::string& a, ModelConfig& c) {
+  const GgufMetadata& md = model.metadata;
+  const bool moe_family = c.arch == Arch::Qwen2Moe || c.arch == Arch::Qwen3Moe || c.arch == Arch::Olmoe;
+  c.n_expert = read_int(md, key_of(a, "expert_count"), 0, 0);
+  if (c.n_expert == 0) {
+    if (moe_family) throw GgufError("missing metadata key '" + key_of(a, "expert_count") + "' (a " + a + " model has experts)");
+    c.expert_weights_norm = c.has_shared_expert = false;
+    return;
+  }
+  if (!moe_family && c.arch != Arch::Llama) {
+    throw GgufError("mixture-of-experts " + a + " models are not supported (" + key_of(a, "expert_count") + " = " +
+                    std::to_string(c.n_expert) + "; experts run in llama, qwen2moe, qwen3moe, olmoe)");
+  }
+  constexpr int kMaxExperts = 512;  // llama.cpp's LLAMA_MAX_EXPERTS
+  if (c.n_expert > kMaxExperts) {
+    throw GgufError("metadata " + key_of(a, "expert_count") + " = " + std::to_string(c.n_expert) +
+                    ": at most " + std::to_string(kMaxExperts) + " experts");
+  }
+  c.n_expert_used = read_int(md, key_of(a, "expert_used_count"), 1, -1);
+  if (c.n_expert_used > c.n_expert) {
+    throw GgufError("metadata " + key_of(a, "expert_used_count") + " = " + std::to_string(c.n_expert_used) +
+                    ": more than the " + std::to_string(c.n_expert) + " experts");
+  }
+  // qwen2moe / qwen3moe state the experts' width (else n_ff / n_expert_used, as llama.cpp
+  // assumes); Mixtral's and olmoe's experts are feed_forward_length wide.
+  const bool qwen = c.arch == Arch::Qwen2Moe || c.arch == Arch::Qwen3Moe;
+  c.n_ff_exp = qwen ? read_int(md, key_of(a, "expert_feed_forward_length"), 1, c.n_ff / c.n_expert_used) : c.n_ff;
+  if (c.n_ff_exp < 1) throw GgufError("metadata " + key_of(a, "expert_feed_forward_length") + ": expected a positive width");
+  if (c.has_shared_expert) c.n_ff_shexp = read_int(md, key_of(a, "expert_shared_feed_forward_length"), 1, c.n_ff);
+  // Qwen1.5-MoE has q, k, v biases; llama.cpp reads them where the file has them.
+  if (c.arch == Arch::Qwen2Moe) c.has_qkv_bias = model.find_tensor("blk.0.attn_q.bias") != nullptr;
+}
+
 }  // namespace
 
 std::string_view arch_name(Arch arch) {
@@ -287,12 +331,6 @@ ModelConfig ModelConfig::from_model(const GgufModel& model) {
         "model's weights");
   }
 
-  if (const std::optional<int64_t> n_expert = md.find_i64(key_of(a, "expert_count"));
-      n_expert && *n_expert > 0) {
-    throw GgufError("mixture-of-experts models are not supported (" + key_of(a, "expert_count") +
-                    " = " + std::to_string(*n_expert) + ")");
-  }
-
   c.n_ctx_train = read_int(md, key_of(a, "context_length"), 1, -1);
   c.n_embd = read_int(md, key_of(a, "embedding_length"), 1, -1);
   c.n_layer = read_int(md, key_of(a, "block_count"), 1, -1);
@@ -334,6 +372,7 @@ ModelConfig ModelConfig::from_model(const GgufModel& model) {
   }
 
   read_family_hparams(md, a, c);
+  read_expert_hparams(model, a, c);
   // Gemma 1 and 2 always read the embedding as the lm_head, like llama.cpp.
   c.tied_output = model.find_tensor("output.weight") == nullptr || c.arch == Arch::Gemma ||
                   c.arch == Arch::Gemma2;
@@ -369,6 +408,21 @@ void push_qkv(const ModelConfig& c, int l, std::vector<ExpectedTensor>& t) {
     t.push_back({layer_name(l, "attn_q.bias"), {c.q_dim()}});
     t.push_back({layer_name(l, "attn_k.bias"), {c.kv_dim()}});
     t.push_back({layer_name(l, "attn_v.bias"), {c.v_dim()}});
+  }
+}
+
+// A mixture-of-experts feed-forward: the router, the experts' stacked matrices and
+// qwen2moe's shared expert with its gate.
+void push_experts(const ModelConfig& c, int l, std::vector<ExpectedTensor>& t) {
+  t.push_back({layer_name(l, "ffn_gate_inp.weight"), {c.n_embd, c.n_expert}});
+  t.push_back({layer_name(l, "ffn_gate_exps.weight"), {c.n_embd, c.n_ff_exp, c.n_expert}});
+  t.push_back({layer_name(l, "ffn_up_exps.weight"), {c.n_embd, c.n_ff_exp, c.n_expert}});
+  t.push_back({layer_name(l, "ffn_down_exps.weight"), {c.n_ff_exp, c.n_embd, c.n_expert}});
+  if (c.has_shared_expert) {
+    t.push_back({layer_name(l, "ffn_gate_inp_shexp.weight"), {c.n_embd}, true});
+    t.push_back({layer_name(l, "ffn_gate_shexp.weight"), {c.n_embd, c.n_ff_shexp}});
+    t.push_back({layer_name(l, "ffn_up_shexp.weight"), {c.n_embd, c.n_ff_shexp}});
+    t.push_back({layer_name(l, "ffn_down_shexp.weight"), {c.n_ff_shexp, c.n_embd}});
   }
 }
 
@@ -416,16 +470,22 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) {
       t.push_back({layer_name(l, "attn_q_norm.weight"), {c.head_dim}});
       t.push_back({layer_name(l, "attn_k_norm.weight"), {c.head_dim}});
     }
+    if (c.has_full_qk_norm) {
+      t.push_back({layer_name(l, "attn_q_norm.weight"), {c.q_dim()}});
+      t.push_back({layer_name(l, "attn_k_norm.weight"), {c.kv_dim()}});
+    }
     t.push_back({layer_name(l, "attn_output.weight"), {c.attn_out_dim(), c.n_embd}});
     if (c.has_post_norms) t.push_back({layer_name(l, "post_attention_norm.weight"), {c.n_embd}});
     t.push_back({layer_name(l, "ffn_norm.weight"), {c.n_embd}});
-    if (c.fused_gate_up) {
+    if (c.is_moe()) {
+      push_experts(c, l, t);
+    } else if (c.fused_gate_up) {
       t.push_back({layer_name(l, "ffn_up.weight"), {c.n_embd, 2 * c.n_ff}});
     } else {
       t.push_back({layer_name(l, "ffn_gate.weight"), {c.n_embd, c.n_ff}});
       t.push_back({layer_name(l, "ffn_up.weight"), {c.n_embd, c.n_ff}});
     }
-    t.push_back({layer_name(l, "ffn_down.weight"), {c.n_ff, c.n_embd}});
+    if (!c.is_moe()) t.push_back({layer_name(l, "ffn_down.weight"), {c.n_ff, c.n_embd}});
     if (c.has_post_norms) t.push_back({layer_name(l, "post_ffw_norm.weight"), {c.n_embd}});
   }
   t.push_back({"output_norm.weight", {c.n_embd}});
@@ -456,7 +516,7 @@ void validate_tensors(const ModelConfig& config, const GgufModel& model) {
                       " is not a multiple of the " + std::string(traits->name) + " block size " +
                       std::to_string(traits->block_size));
     }
-    if (e.dims.size() == 2) {
+    if (e.dims.size() >= 2 || e.dotted) {
       // A matrix the forward pass multiplies: activations go to its partner format.
       const std::optional<TypeTraits> act = type_traits(static_cast<uint32_t>(k.vec_dot_type));
       const TypeKernels& ak = table.of(k.vec_dot_type);

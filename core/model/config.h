@@ -12,10 +12,11 @@
 namespace runnel {
 
 // The architectures runnel runs (GGUF general.architecture). Each family has one
-// forward function: llama, qwen2, qwen3, phi3 -> Model::forward_llama (core/model/llama.cpp);
+// forward function: llama (Mixtral too: llama with experts), qwen2, qwen3, phi3, and the
+// mixture-of-experts qwen2moe, qwen3moe, olmoe -> Model::forward_llama (core/model/llama.cpp);
 // gemma, gemma2, gemma3 -> Model::forward_gemma (core/model/gemma.cpp); the encoder-only
 // embedding models bert, nomic-bert -> Model::forward_bert (core/model/bert.cpp).
-enum class Arch { Llama, Qwen2, Qwen3, Gemma, Gemma2, Gemma3, Phi3, Bert, NomicBert };
+enum class Arch { Llama, Qwen2, Qwen3, Gemma, Gemma2, Gemma3, Phi3, Bert, NomicBert, Qwen2Moe, Qwen3Moe, Olmoe };
 
 // How an embedding is made of the tokens' final hidden states: their mean, the first
 // token's ([CLS]) or the last token's. {arch}.pooling_type 1, 2, 3 (llama.cpp's
@@ -71,6 +72,7 @@ struct ModelConfig {
 
   bool has_qkv_bias = false;    // qwen2; bert (fused: attn_qkv.bias)
   bool has_qk_norm = false;     // qwen3, gemma3: per-head rms norm of q and k before rope
+  bool has_full_qk_norm = false;  // olmoe: rms norm of the whole q row and k row (all heads)
   bool has_post_norms = false;  // gemma2, gemma3: norms after attention and feed-forward
   bool tied_output = false;     // the lm_head is token_embd.weight (no output.weight, or gemma 1/2)
   FfnAct ffn_act = FfnAct::Silu;
@@ -99,6 +101,22 @@ struct ModelConfig {
   bool has_ffn_bias = false;       // ffn_up.bias and ffn_down.bias (bert)
   bool ffn_gated = true;           // false: W_down act(W_up x) with no gate (bert's GELU)
   bool generative() const { return !embedding_only; }
+
+  // Mixture of experts ({arch}.expert_count > 0): every layer's feed-forward is
+  // n_expert_used of n_expert experts picked per token by a router (ffn_gate_inp), each
+  // a SwiGLU of n_ff_exp rows (ffn_{gate,up,down}_exps, 3-D: [.., .., n_expert]); the
+  // router's softmax probabilities of the picked ones weight their outputs, renormalized
+  // to sum 1 where expert_weights_norm (llama.cpp's norm_w: Mixtral, qwen3moe). qwen2moe
+  // adds a shared expert of n_ff_shexp rows, gated by sigmoid(ffn_gate_inp_shexp . x).
+  int n_expert = 0;
+  int n_expert_used = 0;
+  int n_ff_exp = 0;
+  bool expert_weights_norm = false;
+  bool has_shared_expert = false;
+  int n_ff_shexp = 0;
+  bool is_moe() const { return n_expert > 0; }
+  // The widest feed-forward (rows of the gate / up products): sizes the scratch.
+  int max_ff() const { return std::max({n_ff, n_ff_exp, n_ff_shexp}); }
 
   // Sliding-window attention: a layer with swa_layers[l] attends to the last n_swa
   // positions only (query p sees keys p - n_swa < key <= p), with its own rope base.
@@ -141,6 +159,9 @@ std::string supported_arch_list();
 struct ExpectedTensor {
   std::string name;
   std::vector<int64_t> dims;
+  // Multiplied with activations (a matrix, a stack of experts' matrices, or qwen2moe's
+  // 1-D shared-expert gate): its type needs a dot product kernel.
+  bool dotted = false;
 };
 
 // Every tensor of the model for `config`, in forward-pass order.

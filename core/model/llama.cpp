@@ -1,7 +1,8 @@
 // The llama family's forward pass: llama 2/3, Mistral, SmolLM; qwen2 (q/k/v biases,
 // neox rope), qwen3 (q/k norms, neox rope) and phi3 (Phi-3, Phi-3.5, Phi-4-mini: fused
 // qkv and gate-up matrices read as row ranges, neox rope, LongRoPE factors) differ only
-// in their config and weights.
+// in their config and weights; so do the mixture-of-experts models (Mixtral, qwen2moe,
+// qwen3moe, olmoe: whole-row q/k norms), whose feed-forward is Model::moe_block.
 #include "core/model/model.h"
 
 namespace runnel {
@@ -22,9 +23,11 @@ void Model::forward_llama(std::span<const int32_t> tokens, std::span<const SeqRu
     norm_rows(w.attn_norm, s.x.data(), s.xb.data(), n, s);
     attention_block(l, n, runs, s, par);
     ops.add(s.x.data(), s.proj.data(), s.x.data(), n_x);
-    // x += ffn(rms_norm(x) * ffn_norm), ffn = W_down (silu(W_gate xb) * W_up xb)
+    // x += ffn(rms_norm(x) * ffn_norm), ffn = W_down (silu(W_gate xb) * W_up xb), or
+    // the routed experts' weighted sum of such products
     norm_rows(w.ffn_norm, s.x.data(), s.xb.data(), n, s);
-    ffn_block(l, n, s, par);
+    if (c.is_moe()) moe_block(l, n, s, par);
+    else ffn_block(l, n, s, par);
     ops.add(s.x.data(), s.proj.data(), s.x.data(), n_x);
     store_.release(l);
   }

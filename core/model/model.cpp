@@ -11,6 +11,12 @@
 namespace runnel {
 namespace {
 
+// Elements of a layer's q / k norm weights: a head's, or olmoe's whole rows.
+size_t qk_norm_size(const ModelConfig& c) {
+  return c.has_full_qk_norm ? static_cast<size_t>(std::max(c.q_dim(), c.kv_dim())) : static_cast<size_t>(c.head_dim);
+}
+
+
 const GgufTensorInfo* require(const GgufModel& m, const std::string& name) {
   const GgufTensorInfo* t = m.find_tensor(name);
   if (!t) throw GgufError("missing tensor '" + name + "'");
@@ -55,20 +61,25 @@ uint64_t ForwardScratch::float_bytes(const ModelConfig& c, int n_batch, bool all
   const uint64_t b = static_cast<uint64_t>(n_batch);
   const uint64_t n_rope = c.has_rope ? (c.n_swa > 0 ? 2ull : 1ull) * c.n_rot : 0;
   const uint64_t per_token = 3ull * c.n_embd + c.q_dim() + c.kv_dim() + c.v_dim() + c.attn_out_dim() +
-                             2ull * c.n_ff + n_rope;
+                             2ull * c.max_ff() + n_rope;
   // norm weights, q/k/v biases, q/k norms; embedding models: LayerNorm bias, attn_output,
   // ffn_up and ffn_down biases
   const uint64_t per_layer = static_cast<uint64_t>(c.n_embd) + c.q_dim() + c.kv_dim() + c.v_dim() +
-                             2ull * c.head_dim + (c.embedding_only ? 3ull * c.n_embd + c.n_ff : 0);
+                             2ull * qk_norm_size(c) + (c.embedding_only ? 3ull * c.n_embd + c.n_ff : 0);
   const uint64_t logits =
       c.generative() ? static_cast<uint64_t>(logit_rows(n_batch, all_logits, draft_rows)) * c.n_vocab : 0;
-  return 4 * (b * per_token + per_layer + logits);
+  // experts: router, picks (ids and weights), routed (token, pick) indices, gathered
+  // input rows, outputs per pick (ints count 4 bytes like floats)
+  const uint64_t k = static_cast<uint64_t>(c.n_expert_used);
+  const uint64_t moe = c.is_moe() ? b * (c.n_expert + 3 * k + c.n_embd + k * c.n_embd) : 0;
+  return 4 * (b * per_token + per_layer + logits + moe);
 }
 
 uint64_t ForwardScratch::float_bytes_allocated() const {
-  size_t n = 0;
+  size_t n = picked.size() + routed.size();
   for (const std::vector<float>* v : {&x, &xb, &q, &k, &v, &attn, &proj, &gate, &up, &norm_w, &norm_b, &bias_qkv,
-                                      &bias_o, &bias_up, &bias_down, &norm_q, &norm_k, &rope, &rope_swa, &logits}) {
+                                      &bias_o, &bias_up, &bias_down, &norm_q, &norm_k, &rope, &rope_swa, &logits,
+                                      &router, &pick_w, &moe_in, &moe_out}) {
     n += v->size();
   }
   return n * sizeof(float);
@@ -85,16 +96,22 @@ ForwardScratch::ForwardScratch(const ModelConfig& c, int n_batch_, int n_ctx, in
       v(static_cast<size_t>(n_batch_) * c.v_dim()),
       attn(static_cast<size_t>(n_batch_) * c.attn_out_dim()),
       proj(static_cast<size_t>(n_batch_) * c.n_embd),
-      gate(static_cast<size_t>(n_batch_) * c.n_ff),
-      up(static_cast<size_t>(n_batch_) * c.n_ff),
+      gate(static_cast<size_t>(n_batch_) * c.max_ff()),
+      up(static_cast<size_t>(n_batch_) * c.max_ff()),
+      router(c.is_moe() ? static_cast<size_t>(n_batch_) * c.n_expert : 0),
+      picked(static_cast<size_t>(n_batch_) * c.n_expert_used),
+      pick_w(static_cast<size_t>(n_batch_) * c.n_expert_used),
+      routed(static_cast<size_t>(n_batch_) * c.n_expert_used),
+      moe_in(c.is_moe() ? static_cast<size_t>(n_batch_) * c.n_embd : 0),
+      moe_out(static_cast<size_t>(n_batch_) * c.n_expert_used * c.n_embd),
       norm_w(c.n_embd),
       norm_b(c.embedding_only ? c.n_embd : 0),
       bias_qkv(static_cast<size_t>(c.q_dim()) + c.kv_dim() + c.v_dim()),
       bias_o(c.embedding_only ? c.n_embd : 0),
       bias_up(c.embedding_only ? c.n_ff : 0),
       bias_down(c.embedding_only ? c.n_embd : 0),
-      norm_q(c.head_dim),
-      norm_k(c.head_dim),
+      norm_q(qk_norm_size(c)),
+      norm_k(qk_norm_size(c)),
       rope(c.has_rope ? static_cast<size_t>(n_batch_) * c.n_rot : 0),
       rope_swa(c.has_rope && c.n_swa > 0 ? static_cast<size_t>(n_batch_) * c.n_rot : 0),
       logits(c.generative() ? static_cast<size_t>(logit_rows(n_batch_, all_logits, draft_rows)) * c.n_vocab : 0),
@@ -120,15 +137,25 @@ Model::Model(const ModelConfig& config, WeightStore& store, Parallel* par)
     w.bk = maybe(separate_bias, "attn_k.bias");
     w.bv = maybe(separate_bias, "attn_v.bias");
     w.bqkv = maybe(config.has_qkv_bias && config.fused_qkv, "attn_qkv.bias");
-    w.q_norm = maybe(config.has_qk_norm, "attn_q_norm.weight");
-    w.k_norm = maybe(config.has_qk_norm, "attn_k_norm.weight");
+    w.q_norm = maybe(config.has_qk_norm || config.has_full_qk_norm, "attn_q_norm.weight");
+    w.k_norm = maybe(config.has_qk_norm || config.has_full_qk_norm, "attn_k_norm.weight");
     w.wo = require(m, p + "attn_output.weight");
     w.bo = maybe(config.has_attn_out_bias, "attn_output.bias");
     w.post_attn_norm = maybe(config.has_post_norms, "post_attention_norm.weight");
     w.ffn_norm = maybe(!enc, "ffn_norm.weight");
-    w.w_gate = maybe(!config.fused_gate_up && config.ffn_gated, "ffn_gate.weight");
-    w.w_up = require(m, p + "ffn_up.weight");
-    w.w_down = require(m, p + "ffn_down.weight");
+    const bool moe = config.is_moe();
+    w.w_gate = maybe(!moe && !config.fused_gate_up && config.ffn_gated, "ffn_gate.weight");
+    w.w_up = maybe(!moe, "ffn_up.weight");
+    w.w_down = maybe(!moe, "ffn_down.weight");
+    w.router = maybe(moe, "ffn_gate_inp.weight");
+    w.gate_exps = maybe(moe, "ffn_gate_exps.weight");
+    w.up_exps = maybe(moe, "ffn_up_exps.weight");
+    w.down_exps = maybe(moe, "ffn_down_exps.weight");
+    const bool shexp = moe && config.has_shared_expert;
+    w.shexp_gate_inp = maybe(shexp, "ffn_gate_inp_shexp.weight");
+    w.shexp_gate = maybe(shexp, "ffn_gate_shexp.weight");
+    w.shexp_up = maybe(shexp, "ffn_up_shexp.weight");
+    w.shexp_down = maybe(shexp, "ffn_down_shexp.weight");
     w.post_ffn_norm = maybe(config.has_post_norms, "post_ffw_norm.weight");
     w.b_up = maybe(config.has_ffn_bias, "ffn_up.bias");
     w.b_down = maybe(config.has_ffn_bias, "ffn_down.bias");
@@ -170,7 +197,13 @@ Model::~Model() {
 
 Matrix Model::matrix(const GgufTensorInfo* t) {
   if (const auto it = x8_.find(t); it != x8_.end()) return Matrix{it->second, t->type, t->dims[0], t->dims[1], true};
-  return Matrix{store_.tensor_bytes(*t).data(), t->type, t->dims[0], t->dims[1]};
+  // a 1-D tensor (qwen2moe's shared-expert gate) is one row
+  return Matrix{store_.tensor_bytes(*t).data(), t->type, t->dims[0], t->dims.size() > 1 ? t->dims[1] : 1};
+}
+
+Matrix Model::expert_matrix(const GgufTensorInfo* t, int e) {
+  const size_t bytes = static_cast<size_t>(t->dims[1]) * row_bytes(t->type, t->dims[0]);
+  return Matrix{store_.tensor_bytes(*t).data() + static_cast<size_t>(e) * bytes, t->type, t->dims[0], t->dims[1]};
 }
 
 std::array<Matrix, 3> Model::qkv_matrices(const LayerTensors& w) {
@@ -235,7 +268,10 @@ void Model::repack_weights(Parallel& par) {
     x8_.emplace(t, dst);
   };
   for (const LayerTensors& l : layers_) {
-    for (const GgufTensorInfo* t : {l.wq, l.wk, l.wv, l.wqkv, l.wo, l.w_gate, l.w_up, l.w_down}) consider(t);
+    for (const GgufTensorInfo* t : {l.wq, l.wk, l.wv, l.wqkv, l.wo, l.w_gate, l.w_up, l.w_down, l.router,
+                                    l.shexp_gate, l.shexp_up, l.shexp_down}) {
+      consider(t);
+    }
   }
   consider(output_);
 }
@@ -254,7 +290,9 @@ size_t Model::max_activation_row_bytes() const {
     if (t) max_bytes = std::max(max_bytes, activation_row_bytes(t->type, t->dims[0]));
   };
   for (const LayerTensors& l : layers_) {
-    for (const GgufTensorInfo* t : {l.wq, l.wk, l.wv, l.wqkv, l.wo, l.w_gate, l.w_up, l.w_down}) {
+    for (const GgufTensorInfo* t : {l.wq, l.wk, l.wv, l.wqkv, l.wo, l.w_gate, l.w_up, l.w_down, l.router,
+                                    l.gate_exps, l.up_exps, l.down_exps, l.shexp_gate_inp, l.shexp_gate,
+                                    l.shexp_up, l.shexp_down}) {
       consider(t);
     }
   }
@@ -268,7 +306,9 @@ size_t Model::max_activation_pack_bytes() const {
     if (t) max_bytes = std::max(max_bytes, activation_pack_bytes(t->type, t->dims[0]));
   };
   for (const LayerTensors& l : layers_) {
-    for (const GgufTensorInfo* t : {l.wq, l.wk, l.wv, l.wqkv, l.wo, l.w_gate, l.w_up, l.w_down}) {
+    for (const GgufTensorInfo* t : {l.wq, l.wk, l.wv, l.wqkv, l.wo, l.w_gate, l.w_up, l.w_down, l.router,
+                                    l.gate_exps, l.up_exps, l.down_exps, l.shexp_gate_inp, l.shexp_gate,
+                                    l.shexp_up, l.shexp_down}) {
       consider(t);
     }
   }
@@ -325,6 +365,9 @@ void Model::forward_runs(std::span<const int32_t> tokens, std::span<const SeqRun
     case Arch::Qwen2:
     case Arch::Qwen3:
     case Arch::Phi3:
+    case Arch::Qwen2Moe:
+    case Arch::Qwen3Moe:
+    case Arch::Olmoe:
       return forward_llama(tokens, runs, all_logits, s, par, hidden_out);
     case Arch::Gemma:
     case Arch::Gemma2:
@@ -446,7 +489,17 @@ void Model::attention_block(int l, int n, std::span<const SeqRun> runs, ForwardS
   const MatmulJob qkv[] = {
       {wqkv[0], s.q.data(), bq}, {wqkv[1], s.k.data(), bk}, {wqkv[2], s.v.data(), bv}};
   matmul(par, s.xb.data(), n, qkv, s.mm);
-  // each head of q and k rms-normed (qwen3, gemma3)
+  // q and k rms-normed: whole rows (olmoe), or each head (qwen3, gemma3)
+  if (c.has_full_qk_norm) {
+    dequantize(w.q_norm, s.norm_q.data());
+    dequantize(w.k_norm, s.norm_k.data());
+    for (int i = 0; i < n; ++i) {
+      float* qi = &s.q[static_cast<size_t>(i) * c.q_dim()];
+      float* ki = &s.k[static_cast<size_t>(i) * c.kv_dim()];
+      ops.rms_norm(qi, s.norm_q.data(), qi, c.q_dim(), c.rms_eps);
+      ops.rms_norm(ki, s.norm_k.data(), ki, c.kv_dim(), c.rms_eps);
+    }
+  }
   if (c.has_qk_norm) {
     dequantize(w.q_norm, s.norm_q.data());
     dequantize(w.k_norm, s.norm_k.data());

@@ -56,6 +56,15 @@ struct ForwardScratch {
   std::vector<float> proj;    // [n_batch, n_embd]  attn_output / ffn_down result
   std::vector<float> gate;    // [n_batch, n_ff]  then silu(gate) * up
   std::vector<float> up;      // [n_batch, n_ff]
+  // Mixture of experts (empty without): the router's logits then probabilities, each
+  // token's picked experts and weights, the rows routed to one expert, and each
+  // (token, pick)'s expert output.
+  std::vector<float> router;     // [n_batch, n_expert]
+  std::vector<int32_t> picked;   // [n_batch, n_expert_used]
+  std::vector<float> pick_w;     // [n_batch, n_expert_used]
+  std::vector<int32_t> routed;   // [n_batch * n_expert_used]: (token, pick) indices by expert
+  std::vector<float> moe_in;     // [n_batch, n_embd]
+  std::vector<float> moe_out;    // [n_batch * n_expert_used, n_embd]
   std::vector<float> norm_w;  // [n_embd]  this layer's norm weights, dequantized
   std::vector<float> norm_b;  // [n_embd]  a LayerNorm's bias (embedding models), or empty
   std::vector<float> bias_qkv;  // [q_dim + kv_dim + v_dim]  q, k, v biases (qwen2, bert), per layer
@@ -146,6 +155,16 @@ class Model {
     const GgufTensorInfo* w_up;    // phi3: [n_embd, 2 n_ff], the gate rows then the up rows
     const GgufTensorInfo* w_down;
     const GgufTensorInfo* post_ffn_norm;  // gemma2, gemma3 only
+    // mixture of experts (w_gate, w_up, w_down null): the router [n_embd, n_expert], the
+    // experts' stacks [n_in, n_out, n_expert]; qwen2moe's shared expert and its gate
+    const GgufTensorInfo* router;
+    const GgufTensorInfo* gate_exps;
+    const GgufTensorInfo* up_exps;
+    const GgufTensorInfo* down_exps;
+    const GgufTensorInfo* shexp_gate_inp;
+    const GgufTensorInfo* shexp_gate;
+    const GgufTensorInfo* shexp_up;
+    const GgufTensorInfo* shexp_down;
     const GgufTensorInfo* b_up;    // bert's ffn_up.bias / ffn_down.bias
     const GgufTensorInfo* b_down;
     // embedding models: LayerNorm after the attention / feed-forward residual
@@ -178,11 +197,18 @@ class Model {
   // s.proj [n, n_embd] = W_down act(W_gate s.xb) * (W_up s.xb) for layer l, or
   // W_down act(W_up s.xb + b_up) + b_down without a gate (bert).
   void ffn_block(int l, int n, ForwardScratch& s, Parallel& par);
+  // The same for a mixture-of-experts layer (core/model/moe.cpp): each token's
+  // n_expert_used experts by the router, each expert's product once over the tokens
+  // routed to it, the outputs weighted and summed in each token's pick order (+ the
+  // shared expert, qwen2moe).
+  void moe_block(int l, int n, ForwardScratch& s, Parallel& par);
   // s.logits = lm_head(rms_norm(x) * output_norm) (soft-capped where the family says),
   // for the last token or every token; or the normed hidden states into hidden_out.
   void output(int n, bool all_logits, ForwardScratch& s, Parallel& par, float* hidden_out);
 
   Matrix matrix(const GgufTensorInfo* t);
+  // Expert e's matrix of a stack [n_in, n_out, n_expert] (no copy).
+  Matrix expert_matrix(const GgufTensorInfo* t, int e);
   // A layer's q, k, v matrices and its gate, up matrices: the tensors, or row ranges of
   // the fused ones (no copy: the products write straight into s.q / s.k / s.v, s.gate / s.up).
   std::array<Matrix, 3> qkv_matrices(const LayerTensors& w);

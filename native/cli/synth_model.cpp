@@ -65,8 +65,15 @@ uint64_t tensor_seed(uint64_t seed, const std::string& name) {
   return h ^ (seed * 0x9E3779B97F4A7C15ull);
 }
 
+// Rows of a tensor: every dim after the first (an expert stack is n_expert matrices).
+int64_t n_rows(const TensorPlan& t) {
+  int64_t rows = 1;
+  for (size_t d = 1; d < t.dims.size(); ++d) rows *= t.dims[d];
+  return rows;
+}
+
 uint64_t tensor_bytes(const TensorPlan& t) {
-  return row_bytes(t.type, t.dims[0]) * static_cast<uint64_t>(t.dims.size() > 1 ? t.dims[1] : 1);
+  return row_bytes(t.type, t.dims[0]) * static_cast<uint64_t>(n_rows(t));
 }
 
 void write_floats(std::ofstream& out, const std::vector<float>& v) {
@@ -97,7 +104,7 @@ void write_random_tensor(std::ofstream& out, const TensorPlan& t, uint64_t seed)
   }
   const TypeKernels& k = ref_kernels().of(t.type);
   std::vector<uint8_t> packed(row_bytes(t.type, n_in));
-  for (int64_t r = 0; r < t.dims[1]; ++r) {
+  for (int64_t r = 0; r < n_rows(t); ++r) {
     for (float& x : row) x = t.std * rng.normal();
     k.quantize_row(row.data(), packed.data(), n_in);
     out.write(reinterpret_cast<const char*>(packed.data()),
@@ -109,7 +116,7 @@ void write_random_tensor(std::ofstream& out, const TensorPlan& t, uint64_t seed)
 void write_pooled_tensor(std::ofstream& out, const TensorPlan& t,
                          const std::vector<bool>& zero_rows, uint32_t seed) {
   const int64_t n_in = t.dims[0];
-  const int64_t n_out = t.dims.size() > 1 ? t.dims[1] : 1;
+  const int64_t n_out = n_rows(t);
   if (t.fill != Fill::Matrix)
     return write_floats(out, std::vector<float>(static_cast<size_t>(n_in), 1.0f));
   const TypeKernels& k = ref_kernels().of(t.type);
@@ -248,7 +255,7 @@ int synth_model_command(const std::vector<std::string>& args) {
   uint64_t written = header.size();
   for (size_t i = 0; i < plan.size(); ++i) {
     const TensorPlan& t = plan[i];
-    if (shape->parity) {
+    if (shape->parity || !t.pooled) {
       write_random_tensor(out, t, seed);
     } else {
       // Seeds 1, 2, ... by default: the files earlier versions wrote.

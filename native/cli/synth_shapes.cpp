@@ -37,6 +37,19 @@ constexpr SynthShape kShapes[] = {
     // Tokenizer: a real WordPiece vocabulary (ggml-vocab-bert-bge.gguf).
     {"tiny-bert",       SynthArch::Bert,      256, 3, 4, 4, 64, 512, 0,    false, true,  512,    0},
     {"tiny-nomic-bert", SynthArch::NomicBert, 256, 3, 4, 4, 64, 512, 0,    false, true,  2048,   0},
+    // Mixture of experts, ..., n_expert, n_expert_used, n_ff_exp, n_ff_shexp.
+    // Qwen3-30B-A3B: 128 experts of 768 rows, 8 a token (~3.3B parameters read per token).
+    {"qwen3-30b-a3b",  SynthArch::Qwen3Moe, 2048, 48, 32, 4, 128, 6144, 151936, false, false, 40960, 0, 128, 8, 768, 0},
+    // A small MoE for fast tests and benchmarks: 32 experts of 512 rows, 4 a token.
+    {"moe-small",      SynthArch::Qwen3Moe, 1024, 8,  16, 4, 64,  3072, 0,      true,  false, 40960, 0, 32,  4, 512, 0},
+    // Mixtral style: llama with 4 experts, 2 a token, renormalized weights.
+    {"tiny-mixtral",   SynthArch::Llama,    256,  2,  4,  2, 64,  256,  0,      false, true,  32768, 0, 4,   2, 0,   0},
+    // Qwen1.5-MoE style: q/k/v biases, 8 experts of 128 rows, 2 a token, a shared expert.
+    {"tiny-qwen2moe",  SynthArch::Qwen2Moe, 256,  2,  4,  2, 64,  512,  0,      false, true,  32768, 0, 8,   2, 128, 256},
+    // Qwen3-MoE style: per-head q/k norms, 16 experts of 128 rows, 4 a token, renormalized.
+    {"tiny-qwen3moe",  SynthArch::Qwen3Moe, 256,  2,  8,  2, 64,  512,  0,      true,  true,  40960, 0, 16,  4, 128, 0},
+    // OLMoE style: whole-row q/k norms, multi-head attention, 8 experts, 2 a token.
+    {"tiny-olmoe",     SynthArch::Olmoe,    256,  2,  4,  4, 64,  128,  0,      false, true,  4096,  0, 8,   2, 0,   0},
 };
 // clang-format on
 
@@ -72,6 +85,12 @@ const char* arch_name(SynthArch arch) {
       return "bert";
     case SynthArch::NomicBert:
       return "nomic-bert";
+    case SynthArch::Qwen2Moe:
+      return "qwen2moe";
+    case SynthArch::Qwen3Moe:
+      return "qwen3moe";
+    case SynthArch::Olmoe:
+      return "olmoe";
   }
   return "?";
 }
@@ -178,6 +197,39 @@ std::vector<TensorPlan> embedding_tensor_plan(const SynthShape& s, const SynthMi
   return plan;
 }
 
+// A mixture-of-experts layer's feed-forward: the router (F32, as converters keep it;
+// kRouterGain spreads its logits so the picks are not near-ties that rounding could
+// flip), the experts' stacks [n_in, n_out, n_expert] in the feed-forward's types, and
+// qwen2moe's shared expert with its 1-D gate.
+constexpr float kRouterGain = 4.0f;
+
+void push_expert_plan(const SynthShape& s, const SynthMix& mix, const std::string& b, GgmlType down_type,
+                      std::vector<TensorPlan>& plan) {
+  const int64_t e = s.n_embd, ff = s.n_ff_exp > 0 ? s.n_ff_exp : s.n_ff, n_exp = s.n_expert;
+  const auto stack = [&](const std::string& name, GgmlType type, int64_t n_in, int64_t n_out, float gain) {
+    return TensorPlan{name, fit_type(type, n_in, name), {n_in, n_out, n_exp}, Fill::Matrix,
+                      gain / std::sqrt(static_cast<float>(n_in))};
+  };
+  TensorPlan router{b + "ffn_gate_inp.weight", GgmlType::F32, {e, n_exp}, Fill::Matrix,
+                    kRouterGain / std::sqrt(static_cast<float>(e))};
+  router.pooled = false;
+  plan.push_back(router);
+  plan.push_back(stack(b + "ffn_gate_exps.weight", mix.ffn_gate_up, e, ff, 1.0f));
+  plan.push_back(stack(b + "ffn_up_exps.weight", mix.ffn_gate_up, e, ff, 1.0f));
+  plan.push_back(stack(b + "ffn_down_exps.weight", down_type, ff, e, kOutGain));
+  if (s.n_ff_shexp > 0) {
+    const int64_t sh = s.n_ff_shexp;
+    plan.push_back({b + "ffn_gate_inp_shexp.weight", GgmlType::F32, {e}, Fill::Bias, 1.0f / std::sqrt(static_cast<float>(e))});
+    const auto matrix = [&](const std::string& name, GgmlType type, int64_t n_in, int64_t n_out, float gain) {
+      return TensorPlan{name, fit_type(type, n_in, name), {n_in, n_out}, Fill::Matrix,
+                        gain / std::sqrt(static_cast<float>(n_in))};
+    };
+    plan.push_back(matrix(b + "ffn_gate_shexp.weight", mix.ffn_gate_up, e, sh, 1.0f));
+    plan.push_back(matrix(b + "ffn_up_shexp.weight", mix.ffn_gate_up, e, sh, 1.0f));
+    plan.push_back(matrix(b + "ffn_down_shexp.weight", down_type, sh, e, kOutGain));
+  }
+}
+
 }  // namespace
 
 const SynthShape* find_synth_shape(const std::string& name) {
@@ -261,10 +313,16 @@ void add_arch_metadata(GgufWriter& w, const SynthShape& s, int n_vocab, int pool
       u32("vocab_size", n_vocab);
       break;
     case SynthArch::Qwen3:
+    case SynthArch::Qwen3Moe:
+    case SynthArch::Qwen2Moe:
       f32("rope.freq_base", 1000000.0f);
       f32("attention.layer_norm_rms_epsilon", 1e-6f);
       u32("attention.key_length", s.head_dim);
       u32("attention.value_length", s.head_dim);
+      break;
+    case SynthArch::Olmoe:
+      f32("rope.freq_base", 10000.0f);
+      f32("attention.layer_norm_rms_epsilon", 1e-5f);
       break;
     case SynthArch::Gemma:  // rope base: llama.cpp's default, 10000
     case SynthArch::Gemma2:
@@ -293,6 +351,12 @@ void add_arch_metadata(GgufWriter& w, const SynthShape& s, int n_vocab, int pool
       break;
   }
   if (s.sliding_window > 0) u32("attention.sliding_window", s.sliding_window);
+  if (s.n_expert > 0) {
+    u32("expert_count", s.n_expert);
+    u32("expert_used_count", s.n_expert_used);
+    if (s.n_ff_exp > 0) u32("expert_feed_forward_length", s.n_ff_exp);
+    if (s.n_ff_shexp > 0) u32("expert_shared_feed_forward_length", s.n_ff_shexp);
+  }
 }
 
 std::vector<TensorPlan> tensor_plan(const SynthShape& s, const SynthMix& mix, int n_vocab) {
@@ -326,7 +390,8 @@ std::vector<TensorPlan> tensor_plan(const SynthShape& s, const SynthMix& mix, in
     plan.push_back({"rope_factors_long.weight", GgmlType::F32, {hd / 2}, Fill::RopeLong});
     plan.push_back({"rope_factors_short.weight", GgmlType::F32, {hd / 2}, Fill::RopeShort});
   }
-  const bool qk_norm = s.arch == SynthArch::Qwen3 || s.arch == SynthArch::Gemma3;
+  const bool qk_norm = s.arch == SynthArch::Qwen3 || s.arch == SynthArch::Gemma3 || s.arch == SynthArch::Qwen3Moe;
+  const bool qkv_bias = s.arch == SynthArch::Qwen2Moe;
   const bool post_norms = s.arch == SynthArch::Gemma2 || s.arch == SynthArch::Gemma3;
   for (int l = 0; l < s.n_layer; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
@@ -341,13 +406,26 @@ std::vector<TensorPlan> tensor_plan(const SynthShape& s, const SynthMix& mix, in
       plan.push_back(matrix(b + "attn_k.weight", mix.attn_qkv, e, kv, 1.5f));
       plan.push_back(matrix(b + "attn_v.weight", v_type, e, kv));
     }
+    if (qkv_bias) {
+      for (const auto& [name, rows] : {std::pair{"attn_q.bias", q}, {"attn_k.bias", kv}, {"attn_v.bias", kv}}) {
+        plan.push_back({b + name, GgmlType::F32, {rows}, Fill::Bias, 0.5f});
+      }
+    }
     if (qk_norm) {
       plan.push_back(norm(b + "attn_q_norm.weight", hd));
       plan.push_back(norm(b + "attn_k_norm.weight", hd));
     }
+    if (s.arch == SynthArch::Olmoe) {  // over whole rows
+      plan.push_back(norm(b + "attn_q_norm.weight", q));
+      plan.push_back(norm(b + "attn_k_norm.weight", kv));
+    }
     plan.push_back(matrix(b + "attn_output.weight", mix.attn_out, q, e, kOutGain));
     if (post_norms) plan.push_back(norm(b + "post_attention_norm.weight", e, kPostNormCenter));
     plan.push_back(norm(b + "ffn_norm.weight", e));
+    if (s.n_expert > 0) {
+      push_expert_plan(s, mix, b, down_type, plan);
+      continue;
+    }
     if (s.arch == SynthArch::Phi3) {
       plan.push_back(matrix(b + "ffn_up.weight", mix.ffn_gate_up, e, 2 * ff));  // [gate; up]
     } else {

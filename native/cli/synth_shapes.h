@@ -18,7 +18,7 @@
 
 namespace runnel::cli {
 
-enum class SynthArch { Llama, Qwen3, Gemma, Gemma2, Gemma3, Phi3, Bert, NomicBert };
+enum class SynthArch { Llama, Qwen3, Gemma, Gemma2, Gemma3, Phi3, Bert, NomicBert, Qwen2Moe, Qwen3Moe, Olmoe };
 
 struct SynthShape {
   const char* name;
@@ -29,6 +29,10 @@ struct SynthShape {
   bool parity;  // every value random (tiny parity shapes); else pooled rows, norms 1.0
   int n_ctx_train;
   int sliding_window;  // {arch}.attention.sliding_window; 0: the key is not written
+  // Mixture of experts (0: dense): experts, experts per token, an expert's width (the
+  // qwen families' expert_feed_forward_length; Mixtral's and olmoe's are n_ff), and
+  // qwen2moe's shared expert width.
+  int n_expert = 0, n_expert_used = 0, n_ff_exp = 0, n_ff_shexp = 0;
 };
 
 // What fills a tensor's values.
@@ -43,11 +47,14 @@ enum class Fill {
 struct TensorPlan {
   std::string name;
   GgmlType type;
-  std::vector<int64_t> dims;  // [n_in, n_out] or [n]
+  std::vector<int64_t> dims;  // [n_in, n_out], [n_in, n_out, n_expert] or [n]
   Fill fill = Fill::Matrix;
   float std = 0.0f;        // Fill::Matrix in parity shapes
   float center = 1.0f;     // Fill::Norm in parity shapes: center * (1 + N(0, 0.1))
   bool is_output = false;  // bench shapes: rows of control and byte tokens are zero
+  // Bench shapes: rows from a small pool of random rows. Not the router's: pooled rows
+  // would tie every token's picks to the same experts.
+  bool pooled = true;
 };
 
 // Weight types of a file: one per matrix role. K-quant roles fall back to llama.cpp's

@@ -467,7 +467,8 @@ TEST_CASE("cli: synth-model writes a loadable model; bench measures it", "[cli]"
   check_usage_error(dir, "synth-model --shape llama-70b --type q8_0 --tokenizer-from x -o y",
                     "--shape: expected one of llama-1b, llama-8b, gemma3-1b, qwen3-4b, tiny, tiny-llama, "
                     "tiny-llama-swa, tiny-qwen3, tiny-gemma, tiny-gemma2, tiny-gemma3, tiny-phi3, tiny-bert, "
-                    "tiny-nomic-bert, got 'llama-70b'");
+                    "tiny-nomic-bert, qwen3-30b-a3b, moe-small, tiny-mixtral, tiny-qwen2moe, tiny-qwen3moe, "
+                    "tiny-olmoe, got 'llama-70b'");
 }
 
 TEST_CASE("runnel embed: JSON embeddings of an embedding model; run and chat refuse it", "[cli]") {

@@ -227,6 +227,51 @@ TEST_CASE("synth-model: tiny-qwen3 and tiny-llama-swa", "[cli][synth]") {
   }
 }
 
+TEST_CASE("synth-model: the tiny mixture-of-experts shapes carry experts, routers and their keys",
+          "[cli][synth]") {
+  ScratchDir dir;
+  {
+    const auto store = MmapStore::open(synth(dir, "tiny-qwen2moe", "gpt-2"));
+    const GgufModel& m = store->model();
+    CHECK(m.metadata.find_u64("qwen2moe.expert_count") == 8u);
+    CHECK(m.metadata.find_u64("qwen2moe.expert_used_count") == 2u);
+    CHECK(m.metadata.find_u64("qwen2moe.expert_feed_forward_length") == 128u);
+    CHECK(m.metadata.find_u64("qwen2moe.expert_shared_feed_forward_length") == 256u);
+    check_tensor(m, "blk.1.ffn_gate_inp.weight", GgmlType::F32, {256, 8});
+    check_tensor(m, "blk.1.ffn_up_exps.weight", GgmlType::F16, {256, 128, 8});
+    check_tensor(m, "blk.1.ffn_down_exps.weight", GgmlType::F32, {128, 256, 8});
+    check_tensor(m, "blk.1.ffn_gate_inp_shexp.weight", GgmlType::F32, {256});
+    check_tensor(m, "blk.1.ffn_down_shexp.weight", GgmlType::F32, {256, 256});
+    check_tensor(m, "blk.0.attn_v.bias", GgmlType::F32, {128});
+    CHECK(m.find_tensor("blk.0.ffn_up.weight") == nullptr);
+    // The router spreads its logits (gain 4): picks are far from ties.
+    CHECK(moments(values(*store, "blk.0.ffn_gate_inp.weight")).sd == Approx(4.0 / 16).epsilon(0.05));
+    const ModelConfig c = ModelConfig::from_model(m);
+    CHECK(c.has_shared_expert);
+    CHECK(c.has_qkv_bias);
+  }
+  {
+    const auto store = MmapStore::open(synth(dir, "tiny-olmoe", "llama-spm"));
+    const GgufModel& m = store->model();
+    CHECK(m.metadata.find_u64("olmoe.expert_count") == 8u);
+    CHECK_FALSE(m.metadata.find_u64("olmoe.expert_feed_forward_length").has_value());
+    check_tensor(m, "blk.0.attn_q_norm.weight", GgmlType::F32, {256});
+    check_tensor(m, "blk.0.ffn_gate_exps.weight", GgmlType::F16, {256, 128, 8});
+  }
+  // The Qwen3-30B-A3B benchmark shape, from its plan: 128 experts of 768 rows a layer.
+  const cli::SynthShape* big = cli::find_synth_shape("qwen3-30b-a3b");
+  REQUIRE(big != nullptr);
+  uint64_t n_params = 0;
+  for (const cli::TensorPlan& t : cli::tensor_plan(*big, cli::synth_mix("q4_k_m"), 151936)) {
+    uint64_t n = 1;
+    for (const int64_t d : t.dims) n *= static_cast<uint64_t>(d);
+    n_params += n;
+    if (t.name == "blk.47.ffn_down_exps.weight") CHECK(t.dims == std::vector<int64_t>{768, 2048, 128});
+    if (t.name == "blk.0.ffn_gate_inp.weight") CHECK_FALSE(t.pooled);
+  }
+  CHECK(n_params / 1e9 == Approx(30.5).epsilon(0.02));  // Qwen3-30B-A3B's 30.5B parameters
+}
+
 TEST_CASE("synth-model --seed: the same seed writes the same bytes, another seed others",
           "[cli][synth]") {
   ScratchDir dir;

@@ -125,7 +125,62 @@ TEST_CASE("an unknown architecture is refused by name", "[model]") {
   test::TinySpec spec;
   spec.arch = "foo";
   CHECK(load_error(spec) == "unsupported architecture 'foo' (supported: " + supported_arch_list() + ")");
-  CHECK(supported_arch_list() == "llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3, bert, nomic-bert");
+  CHECK(supported_arch_list() ==
+        "llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3, bert, nomic-bert, qwen2moe, qwen3moe, olmoe");
+}
+
+TEST_CASE("config: mixture-of-experts hyper-parameters and their refusals", "[model]") {
+  test::TinySpec spec;
+  spec.arch = "qwen3moe";
+  spec.n_expert = 8;
+  spec.n_expert_used = 3;
+  spec.n_ff_exp = 32;
+  ModelConfig c = config_of(spec);
+  CHECK(c.arch == Arch::Qwen3Moe);
+  CHECK(c.is_moe());
+  CHECK(c.n_expert == 8);
+  CHECK(c.n_expert_used == 3);
+  CHECK(c.n_ff_exp == 32);
+  CHECK(c.expert_weights_norm);
+  CHECK(c.has_qk_norm);
+  CHECK(c.rope_type == RopeType::Neox);
+  CHECK(c.max_ff() == 96);  // the dense feed_forward_length is wider
+  // qwen2moe: unnormalized, a shared expert, biases; Mixtral: n_ff wide experts, renormalized
+  spec.arch = "qwen2moe";
+  spec.n_ff_shexp = 48;
+  c = config_of(spec);
+  CHECK_FALSE(c.expert_weights_norm);
+  CHECK(c.has_shared_expert);
+  CHECK(c.n_ff_shexp == 48);
+  CHECK(c.has_qkv_bias);
+  spec = test::TinySpec{};
+  spec.n_expert = 4;
+  spec.n_expert_used = 2;
+  c = config_of(spec);
+  CHECK(c.arch == Arch::Llama);
+  CHECK(c.n_ff_exp == c.n_ff);
+  CHECK(c.expert_weights_norm);
+  spec.arch = "olmoe";
+  c = config_of(spec);
+  CHECK(c.has_full_qk_norm);
+  CHECK_FALSE(c.expert_weights_norm);
+  // Refusals name the key or the tensor.
+  spec.n_expert_used = 5;
+  CHECK(load_error(spec) == "metadata olmoe.expert_used_count = 5: more than the 4 experts");
+  spec.n_expert_used = 2;
+  spec.omit_tensor = "blk.1.ffn_down_exps.weight";
+  CHECK(load_error(spec) == "missing tensor 'blk.1.ffn_down_exps.weight' (a olmoe model needs it)");
+  spec.omit_tensor = "";
+  spec.reshape_tensor = "blk.0.ffn_up_exps.weight";
+  spec.reshape_dims = {64, 96, 3};
+  CHECK(load_error(spec) == "tensor blk.0.ffn_up_exps.weight: expected dims [64, 96, 4], got [64, 96, 3]");
+  spec.reshape_tensor = "";
+  spec.arch = "gemma";
+  CHECK(load_error(spec) == "mixture-of-experts gemma models are not supported (gemma.expert_count = 4; experts "
+                            "run in llama, qwen2moe, qwen3moe, olmoe)");
+  spec.arch = "qwen3moe";
+  spec.n_expert = 0;
+  CHECK(load_error(spec) == "missing metadata key 'qwen3moe.expert_count' (a qwen3moe model has experts)");
 }
 
 TEST_CASE("a tensor with the wrong dims is refused with expected and actual dims", "[model]") {

@@ -367,6 +367,48 @@ TEST_CASE("yarn rope scaling on llama and qwen3", "[model]") {
   }
 }
 
+TEST_CASE("mixture of experts: Mixtral, qwen2moe, qwen3moe and olmoe match the float reference", "[model]") {
+  TinySpec spec;
+  spec.n_expert = 8;
+  spec.n_expert_used = 2;
+  SECTION("llama with experts (Mixtral): renormalized weights") {
+    spec.n_expert = 4;
+    spec.seed = 21;
+  }
+  SECTION("qwen2moe: biases, unnormalized weights, a gated shared expert") {
+    spec.arch = "qwen2moe";
+    spec.n_ff_exp = 32;
+    spec.n_ff_shexp = 48;
+    spec.seed = 22;
+  }
+  SECTION("qwen3moe: q/k norms per head, 3 of 8 experts, renormalized") {
+    spec.arch = "qwen3moe";
+    spec.n_expert_used = 3;
+    spec.n_ff_exp = 32;
+    spec.seed = 23;
+  }
+  SECTION("olmoe: q/k norms over whole rows, multi-head attention") {
+    spec.arch = "olmoe";
+    spec.n_head_kv = spec.n_head;
+    spec.n_ff = 48;
+    spec.seed = 24;
+  }
+  check_against_reference(spec);
+}
+
+TEST_CASE("the reference would notice a wrong number of experts a token", "[model]") {
+  TinySpec spec;
+  spec.arch = "qwen3moe";
+  spec.n_expert = 8;
+  spec.n_expert_used = 3;
+  spec.n_ff_exp = 32;
+  spec.seed = 23;
+  const test::TinyModel m = test::build_tiny_model(spec);
+  test::TinyModel fewer = m;
+  fewer.spec.n_expert_used = 2;
+  CHECK(test::max_relative_error(test::reference_logits(fewer, kTokens), test::reference_logits(m, kTokens)) > 1e-2);
+}
+
 TEST_CASE("quantized weights: Q8_0 matrices and a Q4_1 embedding", "[model]") {
   TinySpec spec;
   spec.matrix_type = GgmlType::Q8_0;

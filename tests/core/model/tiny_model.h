@@ -52,6 +52,13 @@ struct TinySpec {
   float yarn_beta_slow = 0.0f;           // rope.scaling.yarn_beta_slow (0: not written; 1)
   bool longrope = false;                 // phi3: rope_factors_long / rope_factors_short.weight
   bool fused_qkv = true;                 // phi3: attn_qkv.weight (false: attn_q, attn_k, attn_v)
+  // Mixture of experts: "qwen2moe" (q/k/v biases, a shared expert), "qwen3moe" (q/k
+  // norms per head, renormalized weights), "olmoe" (q/k norms over whole rows), or
+  // "llama" with n_expert > 0 (Mixtral: renormalized weights).
+  int n_expert = 0;
+  int n_expert_used = 0;
+  int n_ff_exp = 0;    // expert_feed_forward_length (qwen*moe; 0: n_ff, not written)
+  int n_ff_shexp = 0;  // qwen2moe: expert_shared_feed_forward_length
   GgmlType matrix_type = GgmlType::F32;  // type of the 2-d weights (not token_embd)
   GgmlType embd_type = GgmlType::F32;
   uint32_t seed = 1;
@@ -177,7 +184,13 @@ inline bool is_gemma(const TinySpec& s) {
   return s.arch == "gemma" || s.arch == "gemma2" || s.arch == "gemma3";
 }
 inline bool has_qk_norm(const TinySpec& s) {
-  return s.arch == "qwen3" || s.arch == "gemma3";
+  return s.arch == "qwen3" || s.arch == "gemma3" || s.arch == "qwen3moe";
+}
+inline bool has_qkv_bias(const TinySpec& s) {
+  return s.arch == "qwen2" || s.arch == "qwen2moe";
+}
+inline int expert_ff(const TinySpec& s) {
+  return s.n_ff_exp > 0 ? s.n_ff_exp : s.n_ff;
 }
 inline bool has_post_norms(const TinySpec& s) {
   return s.arch == "gemma2" || s.arch == "gemma3";
@@ -230,6 +243,12 @@ inline TinyModel build_tiny_model(const TinySpec& s) {
   if (s.rope_attn_factor != 0) w.set_f32(a + ".rope.scaling.attn_factor", s.rope_attn_factor);
   if (s.yarn_beta_fast != 0) w.set_f32(a + ".rope.scaling.yarn_beta_fast", s.yarn_beta_fast);
   if (s.yarn_beta_slow != 0) w.set_f32(a + ".rope.scaling.yarn_beta_slow", s.yarn_beta_slow);
+  if (s.n_expert > 0) {
+    w.set_u32(a + ".expert_count", s.n_expert);
+    w.set_u32(a + ".expert_used_count", s.n_expert_used);
+    if (s.n_ff_exp > 0) w.set_u32(a + ".expert_feed_forward_length", s.n_ff_exp);
+    if (s.n_ff_shexp > 0) w.set_u32(a + ".expert_shared_feed_forward_length", s.n_ff_shexp);
+  }
   set_tokenizer(w, s.n_vocab);
 
   const int hd = head_dim(s);
@@ -253,7 +272,7 @@ inline TinyModel build_tiny_model(const TinySpec& s) {
       b.matrix(p + "attn_k.weight", s.n_embd, kv_dim);
       b.matrix(p + "attn_v.weight", s.n_embd, kv_dim);
     }
-    if (a == "qwen2") {
+    if (has_qkv_bias(s)) {
       b.add(p + "attn_q.bias", {q_dim}, -0.5f, 0.5f);
       b.add(p + "attn_k.bias", {kv_dim}, -0.5f, 0.5f);
       b.add(p + "attn_v.bias", {kv_dim}, -0.5f, 0.5f);
@@ -262,9 +281,30 @@ inline TinyModel build_tiny_model(const TinySpec& s) {
       b.add(p + "attn_q_norm.weight", {hd}, 0.6f, 1.4f);
       b.add(p + "attn_k_norm.weight", {hd}, 0.6f, 1.4f);
     }
+    if (s.arch == "olmoe") {
+      b.add(p + "attn_q_norm.weight", {q_dim}, 0.6f, 1.4f);
+      b.add(p + "attn_k_norm.weight", {kv_dim}, 0.6f, 1.4f);
+    }
     b.matrix(p + "attn_output.weight", q_dim, s.n_embd);
     if (has_post_norms(s)) b.add(p + "post_attention_norm.weight", {s.n_embd}, 0.5f, 1.5f);
     b.add(p + "ffn_norm.weight", {s.n_embd}, 0.8f, 1.2f);
+    if (s.n_expert > 0) {
+      // A wide router: picks far from ties, so rounding cannot flip them.
+      const float r = 6.0f / std::sqrt(static_cast<float>(s.n_embd));
+      b.add(p + "ffn_gate_inp.weight", {s.n_embd, s.n_expert}, -r, r);
+      const int ff = expert_ff(s);
+      const float ai = 1.0f / std::sqrt(static_cast<float>(s.n_embd)), af = 1.0f / std::sqrt(static_cast<float>(ff));
+      b.add(p + "ffn_gate_exps.weight", {s.n_embd, ff, s.n_expert}, -ai, ai, s.matrix_type);
+      b.add(p + "ffn_up_exps.weight", {s.n_embd, ff, s.n_expert}, -ai, ai, s.matrix_type);
+      b.add(p + "ffn_down_exps.weight", {ff, s.n_embd, s.n_expert}, -af, af, s.matrix_type);
+      if (s.n_ff_shexp > 0) {
+        b.add(p + "ffn_gate_inp_shexp.weight", {s.n_embd}, -ai, ai);
+        b.matrix(p + "ffn_gate_shexp.weight", s.n_embd, s.n_ff_shexp);
+        b.matrix(p + "ffn_up_shexp.weight", s.n_embd, s.n_ff_shexp);
+        b.matrix(p + "ffn_down_shexp.weight", s.n_ff_shexp, s.n_embd);
+      }
+      continue;
+    }
     if (s.arch == "phi3") {
       b.matrix(p + "ffn_up.weight", s.n_embd, 2 * s.n_ff);  // [gate; up] rows
     } else {
@@ -365,6 +405,55 @@ inline double f16_round(double v) {
   return fp16_to_fp32(fp32_to_fp16(static_cast<float>(v)));
 }
 
+// W_down (silu(W_gate x) * W_up x) for row-major matrices of n_out rows.
+inline Vec swiglu_ffn(const std::vector<float>& gate, const std::vector<float>& up, const std::vector<float>& down,
+                      const Vec& x) {
+  Vec g = matvec(gate, x);
+  const Vec u = matvec(up, x);
+  for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+  return matvec(down, g);
+}
+
+// A mixture-of-experts feed-forward for one token: softmax over the router's logits,
+// the n_expert_used most probable experts (renormalized: Mixtral, qwen3moe), their
+// SwiGLU outputs weighted and summed, plus qwen2moe's sigmoid-gated shared expert.
+inline Vec moe_ffn(const TinyModel& m, const std::string& p, const Vec& x) {
+  const TinySpec& s = m.spec;
+  Vec probs = matvec(weight(m, p + "ffn_gate_inp.weight"), x);
+  const double top = *std::max_element(probs.begin(), probs.end());
+  double total = 0;
+  for (double& v : probs) total += (v = std::exp(v - top));
+  for (double& v : probs) v /= total;
+  std::vector<int> order(s.n_expert);
+  for (int e = 0; e < s.n_expert; ++e) order[e] = e;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return probs[a] > probs[b]; });
+  const bool renormalize = s.arch == "llama" || s.arch == "qwen3moe";
+  double picked = 0;
+  for (int j = 0; j < s.n_expert_used; ++j) picked += probs[order[j]];
+  const int ff = expert_ff(s);
+  const size_t in_size = static_cast<size_t>(s.n_embd) * ff;  // elements of one expert's matrix
+  const auto expert = [&](const char* name, int e) {
+    const std::vector<float>& stack = weight(m, p + name);
+    return std::vector<float>(stack.begin() + e * in_size, stack.begin() + (e + 1) * in_size);
+  };
+  Vec out(x.size(), 0.0);
+  for (int j = 0; j < s.n_expert_used; ++j) {
+    const int e = order[j];
+    const double w = renormalize ? probs[e] / picked : probs[e];
+    const Vec y = swiglu_ffn(expert("ffn_gate_exps.weight", e), expert("ffn_up_exps.weight", e),
+                             expert("ffn_down_exps.weight", e), x);
+    for (size_t i = 0; i < out.size(); ++i) out[i] += w * y[i];
+  }
+  if (s.n_ff_shexp > 0) {
+    const Vec g = matvec(weight(m, p + "ffn_gate_inp_shexp.weight"), x);
+    const double gate = 1.0 / (1.0 + std::exp(-g[0]));
+    const Vec y = swiglu_ffn(weight(m, p + "ffn_gate_shexp.weight"), weight(m, p + "ffn_up_shexp.weight"),
+                             weight(m, p + "ffn_down_shexp.weight"), x);
+    for (size_t i = 0; i < out.size(); ++i) out[i] += gate * y[i];
+  }
+  return out;
+}
+
 }  // namespace detail
 
 // Logits [tokens.size(), n_vocab] of every position for tokens at positions 0, 1, ...
@@ -377,7 +466,7 @@ inline std::vector<float> reference_logits(const TinyModel& m, const std::vector
   const TinySpec& s = m.spec;
   const int hd = head_dim(s);
   const int rot = n_rot(s);
-  const bool qwen2 = s.arch == "qwen2";
+  const bool qkv_bias = has_qkv_bias(s);
   const bool neox = s.arch != "llama";
   const bool tied = s.tied || s.arch == "gemma" || s.arch == "gemma2";
   // gemma2 files without the keys get Gemma 2's caps, 50 and 30
@@ -422,7 +511,7 @@ inline std::vector<float> reference_logits(const TinyModel& m, const std::vector
       Vec q = matvec(part(0, q_rows, "attn_q.weight"), xb);
       Vec k = matvec(part(q_rows, kv_rows, "attn_k.weight"), xb);
       Vec v = matvec(part(q_rows + kv_rows, kv_rows, "attn_v.weight"), xb);
-      if (qwen2) {
+      if (qkv_bias) {
         for (size_t i = 0; i < q.size(); ++i) q[i] += weight(m, p + "attn_q.bias")[i];
         for (size_t i = 0; i < k.size(); ++i) k[i] += weight(m, p + "attn_k.bias")[i];
         for (size_t i = 0; i < v.size(); ++i) v[i] += weight(m, p + "attn_v.bias")[i];
@@ -435,6 +524,10 @@ inline std::vector<float> reference_logits(const TinyModel& m, const std::vector
           const Vec normed = rms_norm(head, weight(m, p + (h < s.n_head ? "attn_q_norm.weight" : "attn_k_norm.weight")), s.rms_eps);
           std::copy(normed.begin(), normed.end(), t.begin() + at);
         }
+      }
+      if (s.arch == "olmoe") {
+        q = rms_norm(q, weight(m, p + "attn_q_norm.weight"), s.rms_eps);
+        k = rms_norm(k, weight(m, p + "attn_k_norm.weight"), s.rms_eps);
       }
       const bool slides = layer_slides(s, l);
       rope_of.base = slides && s.arch == "gemma3" ? 10000.0 : s.rope_base;
@@ -474,6 +567,11 @@ inline std::vector<float> reference_logits(const TinyModel& m, const std::vector
       for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
 
       const Vec xf = rms_norm(x, weight(m, p + "ffn_norm.weight"), s.rms_eps);
+      if (s.n_expert > 0) {
+        const Vec d = moe_ffn(m, p, xf);
+        for (size_t i = 0; i < x.size(); ++i) x[i] += d[i];
+        continue;
+      }
       const bool phi3 = s.arch == "phi3";  // ffn_up holds the gate rows, then the up rows
       const std::vector<float>& w_up = weight(m, p + "ffn_up.weight");
       Vec g = matvec(phi3 ? rows(w_up, 0, s.n_ff, s.n_embd) : weight(m, p + "ffn_gate.weight"), xf);

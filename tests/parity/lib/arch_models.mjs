@@ -31,6 +31,11 @@ export const ARCHS = [
   {shape: "tiny-gemma2", vocab: "llama-spm", window: 12},
   {shape: "tiny-gemma3", vocab: "llama-spm", window: 16},
   {shape: "tiny-phi3", vocab: "phi-3", contexts: [256, 512]},
+  // mixture of experts
+  {shape: "tiny-mixtral", vocab: "llama-spm"},
+  {shape: "tiny-qwen2moe", vocab: "gpt-2"},
+  {shape: "tiny-qwen3moe", vocab: "gpt-2"},
+  {shape: "tiny-olmoe", vocab: "llama-spm"},
 ];
 
 export function selectedArchs() {
