@@ -40,15 +40,25 @@ struct Keys {
   int n;
 };
 
-// Scaled scores -> probabilities, soft-capped first where the family says (gemma2).
-void to_probabilities(const ModelConfig& c, float* scores, int n) {
+// Scaled scores -> probabilities, soft-capped first where the family says (gemma2). A
+// sink (gpt-oss; NaN: none) joins the max and the sum as llama.cpp's soft_max does.
+void to_probabilities(const ModelConfig& c, float* scores, int n, float sink) {
   if (c.attn_softcap > 0.0f) float_ops().softcap(scores, n, c.attn_softcap);
-  float_ops().softmax(scores, n);
+  if (std::isnan(sink)) {
+    float_ops().softmax(scores, n);
+    return;
+  }
+  float max = sink;
+  for (int i = 0; i < n; ++i) max = std::max(max, scores[i]);
+  double sum = std::exp(static_cast<double>(sink - max));
+  for (int i = 0; i < n; ++i) sum += scores[i] = std::exp(scores[i] - max);
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int i = 0; i < n; ++i) scores[i] *= inv;
 }
 
 // The same for a quantized cache (layouts in core/kv/kv_cache.h).
 void attend_one_quantized(const ModelConfig& c, const KvCache& kv, int layer, const float* q, int kv_head,
-                          Keys keys, float scale, float* scores, uint8_t* act, float* v_tmp, float* out) {
+                          Keys keys, float scale, float sink, float* scores, uint8_t* act, float* v_tmp, float* out) {
   const TypeKernels& t = kernels().of(kv.type());
   const int n = keys.n;
   kernels().of(t.vec_dot_type).quantize_row(q, act, c.head_dim);
@@ -57,7 +67,7 @@ void attend_one_quantized(const ModelConfig& c, const KvCache& kv, int layer, co
   touch_rows(kv.k_row(layer, keys.first) + k_off, n, kv.k_row_bytes(), row_bytes(kv.type(), c.head_dim));
   touch_rows(kv.v_pos(layer, keys.first) + v_off, n, kv.v_row_bytes(), row_bytes(kv.type(), c.head_dim_v));
   for (int p = 0; p < n; ++p) scores[p] = t.vec_dot(c.head_dim, kv.k_row(layer, keys.first + p) + k_off, act) * scale;
-  to_probabilities(c, scores, n);
+  to_probabilities(c, scores, n, sink);
   std::fill(out, out + c.head_dim_v, 0.0f);
   for (int p = 0; p < n; ++p) {
     t.dequantize_row(kv.v_pos(layer, keys.first + p) + v_off, v_tmp, c.head_dim_v);
@@ -67,7 +77,7 @@ void attend_one_quantized(const ModelConfig& c, const KvCache& kv, int layer, co
 
 // One query head of one token against cache positions keys.first .. keys.first + keys.n - 1.
 void attend_one(const ModelConfig& c, const KvCache& kv, int layer, const float* q, int kv_head,
-                Keys keys, float scale, const DotKernels& k, float* scores, uint8_t* act,
+                Keys keys, float scale, float sink, const DotKernels& k, float* scores, uint8_t* act,
                 float* act_f32, float* out) {
   const int n = keys.n;
   // The query / probabilities are rounded to the dot's format (f16) either way; dot_f32
@@ -88,7 +98,7 @@ void attend_one(const ModelConfig& c, const KvCache& kv, int layer, const float*
   touch_rows(kv.v_row(layer, v_off) + v_cell, c.head_dim_v, kv.cells(layer) * sizeof(uint16_t),
              n * sizeof(uint16_t));
   for (int t = 0; t < n; ++t) scores[t] = dot(c.head_dim, kv.k(layer, keys.first + t) + k_off) * scale;
-  to_probabilities(c, scores, n);
+  to_probabilities(c, scores, n, sink);
   // out[d] = probabilities . V^T[d][first .. first + n)
   prepare(scores, n);
   for (int d = 0; d < c.head_dim_v; ++d) out[d] = dot(n, kv.v_row(layer, v_off + d) + v_cell);
@@ -98,7 +108,7 @@ void attend_one(const ModelConfig& c, const KvCache& kv, int layer, const float*
 // which all read kv head kv_head: attend_one's steps, with each K slice and V row
 // widened once and dotted with the group's queries / probabilities in one call.
 void attend_group(const ModelConfig& c, const KvCache& kv, int layer, const float* q, int kv_head,
-                  int group, Keys keys, float scale, const DotKernels& k, AttentionScratch& s,
+                  int group, Keys keys, float scale, const float* sinks, const DotKernels& k, AttentionScratch& s,
                   int task, float* out) {
   const int n = keys.n;
   uint8_t* act = s.act(task);
@@ -123,7 +133,7 @@ void attend_group(const ModelConfig& c, const KvCache& kv, int layer, const floa
     for (int j = 0; j < group; ++j) scores[j * s_stride + t] *= scale;
   }
   for (int j = 0; j < group; ++j) {
-    to_probabilities(c, scores + j * s_stride, n);
+    to_probabilities(c, scores + j * s_stride, n, sinks ? sinks[j] : NAN);
     k.to_act(scores + j * s_stride, act, n);
     k.widen(act, s.act_f32(task, j), n);
   }
@@ -176,7 +186,7 @@ AttentionScratch::AttentionScratch(int n_tasks, int n_ctx, int head_dim, int gro
 }
 
 void attention(Parallel& par, const ModelConfig& c, const KvCache& kv, int layer, const float* q,
-               int n_tokens, int pos0, AttentionScratch& scratch, float* out) {
+               int n_tokens, int pos0, AttentionScratch& scratch, float* out, const float* sinks) {
   const int group = c.n_head / c.n_head_kv;  // query heads per kv head
   const float scale = c.attn_scale > 0.0f ? c.attn_scale : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const bool sliding = c.is_swa(layer);
@@ -201,13 +211,15 @@ void attention(Parallel& par, const ModelConfig& c, const KvCache& kv, int layer
       const Keys keys = c.causal_attn ? Keys{first, p + 1 - first} : Keys{0, pos0 + n_tokens};
       const float* qh = q + static_cast<size_t>(i) * c.q_dim() + h * c.head_dim;
       float* oh = out + static_cast<size_t>(i) * c.attn_out_dim() + h * c.head_dim_v;
+      const float sink = sinks ? sinks[h] : NAN;
       if (grouped) {
-        attend_group(c, kv, layer, qh, h / group, group, keys, scale, k, scratch, task, oh);
+        attend_group(c, kv, layer, qh, h / group, group, keys, scale, sinks ? sinks + h : nullptr, k, scratch, task,
+                     oh);
       } else if (kv.v_transposed()) {
-        attend_one(c, kv, layer, qh, h / group, keys, scale, k, scratch.scores(task),
-                   scratch.act(task), scratch.act_f32(task), oh);
+        attend_one(c, kv, layer, qh, h / group, keys, scale, sink, k, scratch.scores(task), scratch.act(task),
+                   scratch.act_f32(task), oh);
       } else {
-        attend_one_quantized(c, kv, layer, qh, h / group, keys, scale, scratch.scores(task), scratch.act(task),
+        attend_one_quantized(c, kv, layer, qh, h / group, keys, scale, sink, scratch.scores(task), scratch.act(task),
                              scratch.v_tmp(task), oh);
       }
     }

@@ -76,7 +76,9 @@ class AttentionScratch {
 // has no f16 conversion) and the scratch takes whole groups, a task takes a (token, kv
 // head) pair instead, and each K slice and V row is widened once for the group's query
 // heads; the results are the per-head ones bit for bit.
+// sinks [n_head] (gpt-oss; nullptr: none): a logit per query head that joins its
+// softmax's max and sum (llama.cpp's soft_max with sinks) but contributes no value.
 void attention(Parallel& par, const ModelConfig& c, const KvCache& kv, int layer, const float* q,
-               int n_tokens, int pos0, AttentionScratch& scratch, float* out);
+               int n_tokens, int pos0, AttentionScratch& scratch, float* out, const float* sinks = nullptr);
 
 }  // namespace runnel

@@ -49,7 +49,8 @@ std::string layer_name(int layer, std::string_view suffix) {
 }
 
 bool is_llama_family(Arch a) {
-  return a == Arch::Llama || a == Arch::Qwen2 || a == Arch::Qwen3 || a == Arch::Qwen2Moe || a == Arch::Qwen3Moe;
+  return a == Arch::Llama || a == Arch::Qwen2 || a == Arch::Qwen3 || a == Arch::Qwen2Moe || a == Arch::Qwen3Moe ||
+         a == Arch::GptOss;
 }
 
 // rope.scaling.*: the type and factor, the original context (YaRN's, and where Phi-3's
@@ -111,6 +112,7 @@ constexpr ArchInfo kArchs[] = {
     {Arch::Gemma, "gemma"},   {Arch::Gemma2, "gemma2"}, {Arch::Gemma3, "gemma3"},
     {Arch::Phi3, "phi3"},     {Arch::Bert, "bert"},     {Arch::NomicBert, "nomic-bert"},
     {Arch::Qwen2Moe, "qwen2moe"}, {Arch::Qwen3Moe, "qwen3moe"}, {Arch::Olmoe, "olmoe"},
+    {Arch::GptOss, "gpt-oss"},
 };
 
 bool is_gemma(Arch a) { return a == Arch::Gemma || a == Arch::Gemma2 || a == Arch::Gemma3; }
@@ -126,6 +128,13 @@ void set_family_traits(ModelConfig& c) {
   // probabilities; qwen2moe and olmoe keep the softmax's.
   c.expert_weights_norm = c.arch == Arch::Llama || c.arch == Arch::Qwen3Moe;
   c.has_shared_expert = c.arch == Arch::Qwen2Moe;
+  if (c.arch == Arch::GptOss) {
+    // q/k/v and output biases, attention sinks, biased experts picked by their logits
+    c.has_qkv_bias = c.has_attn_out_bias = c.has_attn_sinks = c.has_expert_bias = true;
+    c.ffn_norm_is_post_attention = true;
+    c.expert_gating = ExpertGating::SoftmaxWeight;
+    c.ffn_act = FfnAct::SwigluOai;
+  }
   c.has_post_norms = c.arch == Arch::Gemma2 || c.arch == Arch::Gemma3;
   if (is_gemma(c.arch)) c.ffn_act = FfnAct::Gelu;
   c.fused_gate_up = c.arch == Arch::Phi3;
@@ -191,6 +200,10 @@ void read_family_hparams(const GgufMetadata& md, const std::string& a, ModelConf
     read_swa_layers(md, a, 6, c);
     c.rope_freq_base_swa = 10000.0f;  // Gemma 3's local layers keep the original base
     c.rope_freq_scale_swa = 1.0f;
+  } else if (c.arch == Arch::GptOss) {
+    // every other layer slides (layer 0 first), as llama.cpp reads it
+    c.n_swa = read_int(md, swa_key, 1, -1);
+    read_swa_layers(md, a, 2, c);
   } else if (c.arch == Arch::Llama) {
     // Mistral v0.1 style: every layer slides (unless the pattern key says otherwise).
     // llama.cpp ignores this key; the model was trained with it.
@@ -256,7 +269,8 @@ void read_embedding_hparams(const GgufModel& model, const std::string& a, ModelC
 // family with experts is refused by name.
 void read_expert_hparams(const GgufModel& model, const std::string& a, ModelConfig& c) {
   const GgufMetadata& md = model.metadata;
-  const bool moe_family = c.arch == Arch::Qwen2Moe || c.arch == Arch::Qwen3Moe || c.arch == Arch::Olmoe;
+  const bool moe_family =
+      c.arch == Arch::Qwen2Moe || c.arch == Arch::Qwen3Moe || c.arch == Arch::Olmoe || c.arch == Arch::GptOss;
   c.n_expert = read_int(md, key_of(a, "expert_count"), 0, 0);
   if (c.n_expert == 0) {
     if (moe_family) throw GgufError("missing metadata key '" + key_of(a, "expert_count") + "' (a " + a + " model has experts)");
@@ -265,9 +279,8 @@ void read_expert_hparams(const GgufModel& model, const std::string& a, ModelConf
   }
   if (!moe_family && c.arch != Arch::Llama) {
     throw GgufError("mixture-of-experts " + a + " models are not supported (" + key_of(a, "expert_count") + " = " +
-                    std::to_string(c.n_expert) + "; experts run in llama, qwen2moe, qwen3moe, olmoe)");
+                    std::to_string(c.n_expert) + "; experts run in llama, qwen2moe, qwen3moe, olmoe, gpt-oss)");
   }
-  constexpr int kMaxExperts = 512;  // llama.cpp's LLAMA_MAX_EXPERTS
   if (c.n_expert > kMaxExperts) {
     throw GgufError("metadata " + key_of(a, "expert_count") + " = " + std::to_string(c.n_expert) +
                     ": at most " + std::to_string(kMaxExperts) + " experts");
@@ -279,8 +292,9 @@ void read_expert_hparams(const GgufModel& model, const std::string& a, ModelConf
   }
   // qwen2moe / qwen3moe state the experts' width (else n_ff / n_expert_used, as llama.cpp
   // assumes); Mixtral's and olmoe's experts are feed_forward_length wide.
-  const bool qwen = c.arch == Arch::Qwen2Moe || c.arch == Arch::Qwen3Moe;
-  c.n_ff_exp = qwen ? read_int(md, key_of(a, "expert_feed_forward_length"), 1, c.n_ff / c.n_expert_used) : c.n_ff;
+  const bool own_width = c.arch == Arch::Qwen2Moe || c.arch == Arch::Qwen3Moe || c.arch == Arch::GptOss;
+  const int64_t fallback = c.arch == Arch::GptOss ? -1 : c.n_ff / c.n_expert_used;  // gpt-oss must say
+  c.n_ff_exp = own_width ? read_int(md, key_of(a, "expert_feed_forward_length"), 1, fallback) : c.n_ff;
   if (c.n_ff_exp < 1) throw GgufError("metadata " + key_of(a, "expert_feed_forward_length") + ": expected a positive width");
   if (c.has_shared_expert) c.n_ff_shexp = read_int(md, key_of(a, "expert_shared_feed_forward_length"), 1, c.n_ff);
   // Qwen1.5-MoE has q, k, v biases; llama.cpp reads them where the file has them.
@@ -418,6 +432,12 @@ void push_experts(const ModelConfig& c, int l, std::vector<ExpectedTensor>& t) {
   t.push_back({layer_name(l, "ffn_gate_exps.weight"), {c.n_embd, c.n_ff_exp, c.n_expert}});
   t.push_back({layer_name(l, "ffn_up_exps.weight"), {c.n_embd, c.n_ff_exp, c.n_expert}});
   t.push_back({layer_name(l, "ffn_down_exps.weight"), {c.n_ff_exp, c.n_embd, c.n_expert}});
+  if (c.has_expert_bias) {
+    t.push_back({layer_name(l, "ffn_gate_inp.bias"), {c.n_expert}});
+    t.push_back({layer_name(l, "ffn_gate_exps.bias"), {c.n_ff_exp, c.n_expert}});
+    t.push_back({layer_name(l, "ffn_up_exps.bias"), {c.n_ff_exp, c.n_expert}});
+    t.push_back({layer_name(l, "ffn_down_exps.bias"), {c.n_embd, c.n_expert}});
+  }
   if (c.has_shared_expert) {
     t.push_back({layer_name(l, "ffn_gate_inp_shexp.weight"), {c.n_embd}, true});
     t.push_back({layer_name(l, "ffn_gate_shexp.weight"), {c.n_embd, c.n_ff_shexp}});
@@ -475,8 +495,11 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) {
       t.push_back({layer_name(l, "attn_k_norm.weight"), {c.kv_dim()}});
     }
     t.push_back({layer_name(l, "attn_output.weight"), {c.attn_out_dim(), c.n_embd}});
+    if (c.has_attn_out_bias) t.push_back({layer_name(l, "attn_output.bias"), {c.n_embd}});
+    if (c.has_attn_sinks) t.push_back({layer_name(l, "attn_sinks.weight"), {c.n_head}});
     if (c.has_post_norms) t.push_back({layer_name(l, "post_attention_norm.weight"), {c.n_embd}});
-    t.push_back({layer_name(l, "ffn_norm.weight"), {c.n_embd}});
+    t.push_back({layer_name(l, c.ffn_norm_is_post_attention ? "post_attention_norm.weight" : "ffn_norm.weight"),
+                 {c.n_embd}});
     if (c.is_moe()) {
       push_experts(c, l, t);
     } else if (c.fused_gate_up) {

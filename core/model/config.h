@@ -13,10 +13,10 @@ namespace runnel {
 
 // The architectures runnel runs (GGUF general.architecture). Each family has one
 // forward function: llama (Mixtral too: llama with experts), qwen2, qwen3, phi3, and the
-// mixture-of-experts qwen2moe, qwen3moe, olmoe -> Model::forward_llama (core/model/llama.cpp);
+// mixture-of-experts qwen2moe, qwen3moe, olmoe, gpt-oss -> Model::forward_llama (core/model/llama.cpp);
 // gemma, gemma2, gemma3 -> Model::forward_gemma (core/model/gemma.cpp); the encoder-only
 // embedding models bert, nomic-bert -> Model::forward_bert (core/model/bert.cpp).
-enum class Arch { Llama, Qwen2, Qwen3, Gemma, Gemma2, Gemma3, Phi3, Bert, NomicBert, Qwen2Moe, Qwen3Moe, Olmoe };
+enum class Arch { Llama, Qwen2, Qwen3, Gemma, Gemma2, Gemma3, Phi3, Bert, NomicBert, Qwen2Moe, Qwen3Moe, Olmoe, GptOss };
 
 // How an embedding is made of the tokens' final hidden states: their mean, the first
 // token's ([CLS]) or the last token's. {arch}.pooling_type 1, 2, 3 (llama.cpp's
@@ -33,8 +33,16 @@ enum class RopeType { Normal, Neox };
 // (kernels/ref/ops.h). Phi-3's LongRoPE is not a type: its per-pair factors are tensors.
 enum class RopeScaling { None, Linear, Yarn };
 
-// The feed-forward gate: silu(gate) * up (llama, qwen) or gelu(gate) * up (gemma).
-enum class FfnAct { Silu, Gelu };
+constexpr int kMaxExperts = 512;  // llama.cpp's LLAMA_MAX_EXPERTS
+
+// The feed-forward gate: silu(gate) * up (llama, qwen) or gelu(gate) * up (gemma);
+// gpt-oss's experts: min(gate, 7) * sigmoid(1.702 min(gate, 7)) * (clamp(up, -7, 7) + 1).
+enum class FfnAct { Silu, Gelu, SwigluOai };
+
+// How a router's logits become the picked experts' weights: the softmax of all logits,
+// top-k of it (llama.cpp's SOFTMAX); or top-k of the logits, then the softmax of those
+// k (SOFTMAX_WEIGHT: gpt-oss).
+enum class ExpertGating { Softmax, SoftmaxWeight };
 
 struct ModelConfig {
   Arch arch = Arch::Llama;
@@ -73,6 +81,11 @@ struct ModelConfig {
   bool has_qkv_bias = false;    // qwen2; bert (fused: attn_qkv.bias)
   bool has_qk_norm = false;     // qwen3, gemma3: per-head rms norm of q and k before rope
   bool has_full_qk_norm = false;  // olmoe: rms norm of the whole q row and k row (all heads)
+  // gpt-oss: a learned logit per query head (attn_sinks) that joins each softmax's max and
+  // sum but gets no value: attention may go nowhere.
+  bool has_attn_sinks = false;
+  // gpt-oss names the feed-forward's pre-norm post_attention_norm (no ffn_norm).
+  bool ffn_norm_is_post_attention = false;
   bool has_post_norms = false;  // gemma2, gemma3: norms after attention and feed-forward
   bool tied_output = false;     // the lm_head is token_embd.weight (no output.weight, or gemma 1/2)
   FfnAct ffn_act = FfnAct::Silu;
@@ -114,9 +127,12 @@ struct ModelConfig {
   bool expert_weights_norm = false;
   bool has_shared_expert = false;
   int n_ff_shexp = 0;
+  ExpertGating expert_gating = ExpertGating::Softmax;
+  bool has_expert_bias = false;  // gpt-oss: ffn_gate_inp.bias and each expert's biases
   bool is_moe() const { return n_expert > 0; }
-  // The widest feed-forward (rows of the gate / up products): sizes the scratch.
-  int max_ff() const { return std::max({n_ff, n_ff_exp, n_ff_shexp}); }
+  // Floats a token's gate / up rows take: the widest feed-forward, or all its experts'
+  // rows side by side (Model::moe_block runs a token's experts together). Sizes the scratch.
+  int ffn_scratch_width() const { return std::max({n_ff, n_ff_shexp, n_expert_used * n_ff_exp}); }
 
   // Sliding-window attention: a layer with swa_layers[l] attends to the last n_swa
   // positions only (query p sees keys p - n_swa < key <= p), with its own rope base.

@@ -13,9 +13,6 @@ namespace {
 // Weight rows a task keeps hot while the batch's tokens stream past them.
 constexpr int64_t kRowTile = 8;
 
-// The batched product pays off from a few tokens on (it computes whole groups of
-// kGemmCols; below this the per-token dots are as fast).
-constexpr int kMinGemmTokens = 3;
 
 struct PreparedJob {
   const MatmulJob* job;
@@ -282,6 +279,77 @@ void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJ
     }
   };
   par.run(n_tasks, std::ref(task_fn));  // a reference fits std::function without allocating
+}
+
+bool matmul_routed(Parallel& par, std::span<const RoutedJob> jobs, MatmulScratch& scratch,
+                   const RowEpilogue* epilogue) {
+  if (jobs.empty()) return true;
+  if (jobs.size() > kMaxRoutedJobs) return false;
+  const KernelTable& table = kernels();
+  const int64_t n_out = jobs[0].w.n_out;
+  MatmulJob plain[kMaxRoutedJobs];
+  PreparedJob prepared[kMaxRoutedJobs];
+  // per format: its rows used so far; per job: the job whose quantized rows it shares
+  GgmlType formats[MatmulScratch::kMaxFormats];
+  size_t used[MatmulScratch::kMaxFormats] = {};
+  int n_formats = 0;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const RoutedJob& r = jobs[j];
+    if (r.w.n_out != n_out || r.w.x8) return false;
+    const TypeKernels& k = table.of(r.w.type);
+    const GgmlType fmt = k.vec_dot_type;
+    PreparedJob& p = prepared[j];
+    plain[j] = MatmulJob{r.w, r.out, r.bias};
+    p.job = &plain[j];
+    p.act_row_bytes = row_bytes(fmt, r.w.n_in);
+    p.w_row_bytes = row_bytes(r.w.type, r.w.n_in);
+    p.vec_dot = k.vec_dot;
+    size_t prev = 0;
+    while (prev < j && !(jobs[prev].x == r.x && table.of(jobs[prev].w.type).vec_dot_type == fmt)) ++prev;
+    if (prev < j) {
+      p.act = prepared[prev].act;
+      continue;
+    }
+    if (fmt == GgmlType::F32) {
+      p.act = reinterpret_cast<const uint8_t*>(r.x);
+      continue;
+    }
+    int f = 0;
+    while (f < n_formats && formats[f] != fmt) ++f;
+    if (f == n_formats) {
+      if (n_formats == MatmulScratch::kMaxFormats) return false;
+      formats[n_formats++] = fmt;
+    }
+    const size_t bytes = static_cast<size_t>(r.n_tokens) * p.act_row_bytes;
+    if (used[f] + bytes > scratch.slot_bytes()) return false;
+    p.act = scratch.slot(f) + used[f];  // quantized below, once every job is known to fit
+    used[f] += bytes;
+  }
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const RoutedJob& r = jobs[j];
+    const PreparedJob& p = prepared[j];
+    if (p.act == reinterpret_cast<const uint8_t*>(r.x)) continue;  // F32
+    bool shared = false;
+    for (size_t prev = 0; prev < j && !shared; ++prev) shared = prepared[prev].act == p.act;
+    if (shared) continue;
+    const TypeKernels& ak = table.of(table.of(r.w.type).vec_dot_type);
+    uint8_t* dst = const_cast<uint8_t*>(p.act);
+    for (int t = 0; t < r.n_tokens; ++t) {
+      ak.quantize_row(r.x + static_cast<int64_t>(t) * r.w.n_in, dst + static_cast<size_t>(t) * p.act_row_bytes,
+                      r.w.n_in);
+    }
+  }
+  const int64_t units = (n_out + kEpilogueRows - 1) / kEpilogueRows;
+  const int n_tasks = n_tasks_for(par, units);
+  const size_t n_jobs = jobs.size();
+  const auto task_fn = [&](int task) {
+    const int64_t r0 = split_begin(units, task, n_tasks) * kEpilogueRows;
+    const int64_t r1 = std::min(n_out, split_begin(units, task + 1, n_tasks) * kEpilogueRows);
+    for (size_t j = 0; j < n_jobs; ++j) run_rows(prepared[j], jobs[j].n_tokens, r0, r1);
+    if (epilogue) (*epilogue)(r0, r1);
+  };
+  par.run(n_tasks, std::ref(task_fn));
+  return true;
 }
 
 }  // namespace runnel

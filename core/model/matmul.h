@@ -32,6 +32,10 @@ struct Matrix {
   bool x8 = false;
 };
 
+// The batched product pays off from a few tokens on (it computes whole groups of
+// kGemmCols; below this the per-token dots are as fast).
+constexpr int kMinGemmTokens = 3;
+
 // One product of a group that shares its input: out[t][r] = W[r] . x[t] (+ bias[r]).
 struct MatmulJob {
   Matrix w;
@@ -96,5 +100,27 @@ using RowEpilogue = std::function<void(int64_t r0, int64_t r1)>;
 constexpr int64_t kEpilogueRows = 64;
 void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJob> jobs,
             MatmulScratch& scratch, const RowEpilogue* epilogue = nullptr);
+
+// A product with an input of its own: an expert of a mixture over the rows routed to it,
+// x [n_tokens, w.n_in].
+struct RoutedJob {
+  Matrix w;
+  const float* x = nullptr;
+  int n_tokens = 0;
+  float* out = nullptr;         // [n_tokens, w.n_out]
+  const float* bias = nullptr;  // [w.n_out] or nullptr
+};
+
+// Every routed job's out = W x in one dispatch (experts one after another would each
+// pay a dispatch and a wait): jobs sharing an x are quantized once, products are per
+// token (vec_dot, the bits a token gets alone), all jobs have the same n_out, and each
+// task computes the row ranges [r0, r1) (multiples of kEpilogueRows) of every job and
+// then calls epilogue(r0, r1) if given. For the few tokens an expert gets while
+// decoding. Returns false, having done nothing, when the jobs do not fit: more than
+// kMaxRoutedJobs, more input rows than the scratch holds, unequal n_out, or repacked
+// weights.
+constexpr size_t kMaxRoutedJobs = 128;
+bool matmul_routed(Parallel& par, std::span<const RoutedJob> jobs, MatmulScratch& scratch,
+                   const RowEpilogue* epilogue = nullptr);
 
 }  // namespace runnel

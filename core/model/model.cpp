@@ -61,17 +61,19 @@ uint64_t ForwardScratch::float_bytes(const ModelConfig& c, int n_batch, bool all
   const uint64_t b = static_cast<uint64_t>(n_batch);
   const uint64_t n_rope = c.has_rope ? (c.n_swa > 0 ? 2ull : 1ull) * c.n_rot : 0;
   const uint64_t per_token = 3ull * c.n_embd + c.q_dim() + c.kv_dim() + c.v_dim() + c.attn_out_dim() +
-                             2ull * c.max_ff() + n_rope;
+                             2ull * c.ffn_scratch_width() + n_rope;
   // norm weights, q/k/v biases, q/k norms; embedding models: LayerNorm bias, attn_output,
   // ffn_up and ffn_down biases
   const uint64_t per_layer = static_cast<uint64_t>(c.n_embd) + c.q_dim() + c.kv_dim() + c.v_dim() +
-                             2ull * qk_norm_size(c) + (c.embedding_only ? 3ull * c.n_embd + c.n_ff : 0);
+                             2ull * qk_norm_size(c) + (c.embedding_only ? 2ull * c.n_embd + c.n_ff : 0) +
+                             (c.has_attn_out_bias ? c.n_embd : 0) + (c.has_attn_sinks ? c.n_head : 0) +
+                             (c.has_expert_bias ? 2ull * c.n_ff_exp + c.n_embd : 0);
   const uint64_t logits =
       c.generative() ? static_cast<uint64_t>(logit_rows(n_batch, all_logits, draft_rows)) * c.n_vocab : 0;
-  // experts: router, picks (ids and weights), routed (token, pick) indices, gathered
-  // input rows, outputs per pick (ints count 4 bytes like floats)
+  // experts: router, picks (ids and weights), routed (token, pick) indices, input rows
+  // and outputs per pick (ints count 4 bytes like floats)
   const uint64_t k = static_cast<uint64_t>(c.n_expert_used);
-  const uint64_t moe = c.is_moe() ? b * (c.n_expert + 3 * k + c.n_embd + k * c.n_embd) : 0;
+  const uint64_t moe = c.is_moe() ? b * (c.n_expert + 3 * k + 2 * k * c.n_embd) : 0;
   return 4 * (b * per_token + per_layer + logits + moe);
 }
 
@@ -79,7 +81,7 @@ uint64_t ForwardScratch::float_bytes_allocated() const {
   size_t n = picked.size() + routed.size();
   for (const std::vector<float>* v : {&x, &xb, &q, &k, &v, &attn, &proj, &gate, &up, &norm_w, &norm_b, &bias_qkv,
                                       &bias_o, &bias_up, &bias_down, &norm_q, &norm_k, &rope, &rope_swa, &logits,
-                                      &router, &pick_w, &moe_in, &moe_out}) {
+                                      &router, &pick_w, &moe_in, &moe_out, &exp_bias, &sinks}) {
     n += v->size();
   }
   return n * sizeof(float);
@@ -96,18 +98,20 @@ ForwardScratch::ForwardScratch(const ModelConfig& c, int n_batch_, int n_ctx, in
       v(static_cast<size_t>(n_batch_) * c.v_dim()),
       attn(static_cast<size_t>(n_batch_) * c.attn_out_dim()),
       proj(static_cast<size_t>(n_batch_) * c.n_embd),
-      gate(static_cast<size_t>(n_batch_) * c.max_ff()),
-      up(static_cast<size_t>(n_batch_) * c.max_ff()),
+      gate(static_cast<size_t>(n_batch_) * c.ffn_scratch_width()),
+      up(static_cast<size_t>(n_batch_) * c.ffn_scratch_width()),
       router(c.is_moe() ? static_cast<size_t>(n_batch_) * c.n_expert : 0),
       picked(static_cast<size_t>(n_batch_) * c.n_expert_used),
       pick_w(static_cast<size_t>(n_batch_) * c.n_expert_used),
       routed(static_cast<size_t>(n_batch_) * c.n_expert_used),
-      moe_in(c.is_moe() ? static_cast<size_t>(n_batch_) * c.n_embd : 0),
+      moe_in(static_cast<size_t>(n_batch_) * c.n_expert_used * c.n_embd),
       moe_out(static_cast<size_t>(n_batch_) * c.n_expert_used * c.n_embd),
+      exp_bias(c.has_expert_bias ? 2 * static_cast<size_t>(c.n_ff_exp) + c.n_embd : 0),
+      sinks(c.has_attn_sinks ? c.n_head : 0),
       norm_w(c.n_embd),
       norm_b(c.embedding_only ? c.n_embd : 0),
       bias_qkv(static_cast<size_t>(c.q_dim()) + c.kv_dim() + c.v_dim()),
-      bias_o(c.embedding_only ? c.n_embd : 0),
+      bias_o(c.has_attn_out_bias ? c.n_embd : 0),
       bias_up(c.embedding_only ? c.n_ff : 0),
       bias_down(c.embedding_only ? c.n_embd : 0),
       norm_q(qk_norm_size(c)),
@@ -142,7 +146,7 @@ Model::Model(const ModelConfig& config, WeightStore& store, Parallel* par)
     w.wo = require(m, p + "attn_output.weight");
     w.bo = maybe(config.has_attn_out_bias, "attn_output.bias");
     w.post_attn_norm = maybe(config.has_post_norms, "post_attention_norm.weight");
-    w.ffn_norm = maybe(!enc, "ffn_norm.weight");
+    w.ffn_norm = maybe(!enc, config.ffn_norm_is_post_attention ? "post_attention_norm.weight" : "ffn_norm.weight");
     const bool moe = config.is_moe();
     w.w_gate = maybe(!moe && !config.fused_gate_up && config.ffn_gated, "ffn_gate.weight");
     w.w_up = maybe(!moe, "ffn_up.weight");
@@ -156,6 +160,12 @@ Model::Model(const ModelConfig& config, WeightStore& store, Parallel* par)
     w.shexp_gate = maybe(shexp, "ffn_gate_shexp.weight");
     w.shexp_up = maybe(shexp, "ffn_up_shexp.weight");
     w.shexp_down = maybe(shexp, "ffn_down_shexp.weight");
+    const bool exp_bias = moe && config.has_expert_bias;
+    w.router_b = maybe(exp_bias, "ffn_gate_inp.bias");
+    w.gate_exps_b = maybe(exp_bias, "ffn_gate_exps.bias");
+    w.up_exps_b = maybe(exp_bias, "ffn_up_exps.bias");
+    w.down_exps_b = maybe(exp_bias, "ffn_down_exps.bias");
+    w.attn_sinks = maybe(config.has_attn_sinks, "attn_sinks.weight");
     w.post_ffn_norm = maybe(config.has_post_norms, "post_ffw_norm.weight");
     w.b_up = maybe(config.has_ffn_bias, "ffn_up.bias");
     w.b_down = maybe(config.has_ffn_bias, "ffn_down.bias");
@@ -199,6 +209,15 @@ Matrix Model::matrix(const GgufTensorInfo* t) {
   if (const auto it = x8_.find(t); it != x8_.end()) return Matrix{it->second, t->type, t->dims[0], t->dims[1], true};
   // a 1-D tensor (qwen2moe's shared-expert gate) is one row
   return Matrix{store_.tensor_bytes(*t).data(), t->type, t->dims[0], t->dims.size() > 1 ? t->dims[1] : 1};
+}
+
+const float* Model::expert_bias(const GgufTensorInfo* t, int e, float* tmp) {
+  if (t == nullptr) return nullptr;
+  const int64_t n = t->dims[0];
+  const uint8_t* row = store_.tensor_bytes(*t).data() + static_cast<size_t>(e) * row_bytes(t->type, n);
+  if (t->type == GgmlType::F32) return reinterpret_cast<const float*>(row);
+  kernels().of(t->type).dequantize_row(row, tmp, n);
+  return tmp;
 }
 
 Matrix Model::expert_matrix(const GgufTensorInfo* t, int e) {
@@ -368,6 +387,7 @@ void Model::forward_runs(std::span<const int32_t> tokens, std::span<const SeqRun
     case Arch::Qwen2Moe:
     case Arch::Qwen3Moe:
     case Arch::Olmoe:
+    case Arch::GptOss:
       return forward_llama(tokens, runs, all_logits, s, par, hidden_out);
     case Arch::Gemma:
     case Arch::Gemma2:
@@ -522,6 +542,7 @@ void Model::attention_block(int l, int n, std::span<const SeqRun> runs, ForwardS
       rope_heads(ops, c, &s.k[static_cast<size_t>(i) * c.kv_dim()], c.n_head_kv, cos_sin);
     }
   }
+  if (w.attn_sinks) dequantize(w.attn_sinks, s.sinks.data());
   // each run: its k, v into its cache, then attn [n, attn_out_dim]: each head over its
   // positions (all before it, or its window; every position of the input where
   // attention is not causal)
@@ -532,7 +553,7 @@ void Model::attention_block(int l, int n, std::span<const SeqRun> runs, ForwardS
       r.kv->store(l, r.pos0 + j, &s.k[i * c.kv_dim()], &s.v[i * c.v_dim()]);
     }
     attention(par, c, *r.kv, l, s.q.data() + static_cast<size_t>(i0) * c.q_dim(), r.n, r.pos0, s.att,
-              s.attn.data() + static_cast<size_t>(i0) * c.attn_out_dim());
+              s.attn.data() + static_cast<size_t>(i0) * c.attn_out_dim(), w.attn_sinks ? s.sinks.data() : nullptr);
     i0 += r.n;
   }
   // proj = W_o attn (+ bias)

@@ -54,8 +54,8 @@ struct ForwardScratch {
   std::vector<float> v;       // [n_batch, v_dim]
   std::vector<float> attn;    // [n_batch, attn_out_dim]  heads' attention outputs
   std::vector<float> proj;    // [n_batch, n_embd]  attn_output / ffn_down result
-  std::vector<float> gate;    // [n_batch, n_ff]  then silu(gate) * up
-  std::vector<float> up;      // [n_batch, n_ff]
+  std::vector<float> gate;    // [n_batch, ffn_scratch_width]  then silu(gate) * up
+  std::vector<float> up;      // [n_batch, ffn_scratch_width]
   // Mixture of experts (empty without): the router's logits then probabilities, each
   // token's picked experts and weights, the rows routed to one expert, and each
   // (token, pick)'s expert output.
@@ -63,8 +63,10 @@ struct ForwardScratch {
   std::vector<int32_t> picked;   // [n_batch, n_expert_used]
   std::vector<float> pick_w;     // [n_batch, n_expert_used]
   std::vector<int32_t> routed;   // [n_batch * n_expert_used]: (token, pick) indices by expert
-  std::vector<float> moe_in;     // [n_batch, n_embd]
+  std::vector<float> moe_in;     // [n_batch * n_expert_used, n_embd]
   std::vector<float> moe_out;    // [n_batch * n_expert_used, n_embd]
+  std::vector<float> exp_bias;   // [2 n_ff_exp + n_embd]  one expert's gate, up, down biases (gpt-oss)
+  std::vector<float> sinks;      // [n_head]  this layer's attention sinks (gpt-oss), or empty
   std::vector<float> norm_w;  // [n_embd]  this layer's norm weights, dequantized
   std::vector<float> norm_b;  // [n_embd]  a LayerNorm's bias (embedding models), or empty
   std::vector<float> bias_qkv;  // [q_dim + kv_dim + v_dim]  q, k, v biases (qwen2, bert), per layer
@@ -165,6 +167,13 @@ class Model {
     const GgufTensorInfo* shexp_gate;
     const GgufTensorInfo* shexp_up;
     const GgufTensorInfo* shexp_down;
+    // gpt-oss: the router's and the experts' biases ([n_expert], [n_out, n_expert]) and
+    // the attention sinks [n_head]
+    const GgufTensorInfo* router_b;
+    const GgufTensorInfo* gate_exps_b;
+    const GgufTensorInfo* up_exps_b;
+    const GgufTensorInfo* down_exps_b;
+    const GgufTensorInfo* attn_sinks;
     const GgufTensorInfo* b_up;    // bert's ffn_up.bias / ffn_down.bias
     const GgufTensorInfo* b_down;
     // embedding models: LayerNorm after the attention / feed-forward residual
@@ -209,6 +218,9 @@ class Model {
   Matrix matrix(const GgufTensorInfo* t);
   // Expert e's matrix of a stack [n_in, n_out, n_expert] (no copy).
   Matrix expert_matrix(const GgufTensorInfo* t, int e);
+  // Row e of a bias stack [n_out, n_expert] as floats: the mapped row itself when F32,
+  // else decoded into `tmp` (n_out floats); nullptr when t is.
+  const float* expert_bias(const GgufTensorInfo* t, int e, float* tmp);
   // A layer's q, k, v matrices and its gate, up matrices: the tensors, or row ranges of
   // the fused ones (no copy: the products write straight into s.q / s.k / s.v, s.gate / s.up).
   std::array<Matrix, 3> qkv_matrices(const LayerTensors& w);

@@ -1,11 +1,12 @@
-// The mixture-of-experts feed-forward (Mixtral, qwen2moe, qwen3moe, olmoe), as
-// llama.cpp's build_moe_ffn computes it with softmax gating: a router picks each token's
+// The mixture-of-experts feed-forward (Mixtral, qwen2moe, qwen3moe, olmoe, gpt-oss), as
+// llama.cpp's build_moe_ffn computes it: a router picks each token's
 // n_expert_used experts by probability; each expert's SwiGLU runs once over all the
 // tokens routed to it (a prompt's rows meet an expert's weights together, as the dense
 // products do); each token's experts' outputs are weighted and summed in its pick order.
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <stdexcept>
 
 #include "core/model/model.h"
 
@@ -24,6 +25,17 @@ void pick_top_k(const float* p, int n, int k, int32_t* ids) {
   }
 }
 
+// gpt-oss's expert activation (ggml's swiglu_oai, alpha 1.702, limit 7), into gate:
+// x = min(gate, 7), y = clamp(up, -7, 7), x * sigmoid(1.702 x) * (y + 1).
+void swiglu_oai(float* gate, const float* up, int64_t n) {
+  constexpr float kAlpha = 1.702f, kLimit = 7.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = std::min(gate[i], kLimit);
+    const float y = std::clamp(up[i], -kLimit, kLimit);
+    gate[i] = x / (1.0f + std::exp(kAlpha * -x)) * (y + 1.0f);
+  }
+}
+
 }  // namespace
 
 void Model::moe_block(int l, int n, ForwardScratch& s, Parallel& par) {
@@ -35,51 +47,102 @@ void Model::moe_block(int l, int n, ForwardScratch& s, Parallel& par) {
   const size_t n_embd = c.n_embd;
   const int64_t ff = c.n_ff_exp;
 
-  // router [n, n_expert] = softmax(W_router xb) per token; each token's k most probable
-  // experts, weighted by their probabilities (renormalized to sum 1 where the family
-  // says, the sum kept above f16's smallest normal as llama.cpp does)
-  const MatmulJob route[] = {{matrix(w.router), s.router.data(), nullptr}};
+  // router [n, n_expert] = W_router xb (+ bias); per token, softmax gating: the k most
+  // probable experts weighted by their probabilities (renormalized to sum 1 where the
+  // family says, the sum kept above f16's smallest normal as llama.cpp does); or
+  // gpt-oss's: the k largest logits, weighted by the softmax of those k
+  float* tmp = s.exp_bias.data();
+  const MatmulJob route[] = {{matrix(w.router), s.router.data(), expert_bias(w.router_b, 0, tmp)}};
   matmul(par, s.xb.data(), n, route, s.mm);
   for (int i = 0; i < n; ++i) {
-    float* probs = &s.router[static_cast<size_t>(i) * c.n_expert];
-    ops.softmax(probs, c.n_expert);
+    float* logits = &s.router[static_cast<size_t>(i) * c.n_expert];
     int32_t* ids = &s.picked[static_cast<size_t>(i) * k];
     float* weights = &s.pick_w[static_cast<size_t>(i) * k];
-    pick_top_k(probs, c.n_expert, k, ids);
+    if (c.expert_gating == ExpertGating::SoftmaxWeight) {
+      pick_top_k(logits, c.n_expert, k, ids);
+      for (int j = 0; j < k; ++j) weights[j] = logits[ids[j]];
+      ops.softmax(weights, k);
+      continue;
+    }
+    ops.softmax(logits, c.n_expert);
+    pick_top_k(logits, c.n_expert, k, ids);
     float sum = 0.0f;
-    for (int j = 0; j < k; ++j) sum += weights[j] = probs[ids[j]];
+    for (int j = 0; j < k; ++j) sum += weights[j] = logits[ids[j]];
     if (c.expert_weights_norm) {
       sum = std::max(sum, 6.103515625e-5f);
       for (int j = 0; j < k; ++j) weights[j] /= sum;
     }
   }
 
-  // Each expert over its (token, pick) pairs, in token order: routed[row] = pair, and
-  // the expert's outputs go to moe_out rows [first, first + count).
-  int row = 0;
+  // The (token, pick) pairs grouped by expert, in token order: routed[row] = pair, each
+  // pair's input row gathered into moe_in[row]; expert e takes rows [first[e], first[e] +
+  // count[e]), and its gate / up rows, activated, and its outputs (moe_out) the same rows.
+  int first[kMaxExperts], count[kMaxExperts];
+  int row = 0, max_count = 0, n_active = 0;
   for (int e = 0; e < c.n_expert; ++e) {
-    const int first = row;
+    first[e] = row;
     for (int pair = 0; pair < n_pairs; ++pair) {
       if (s.picked[pair] == e) s.routed[row++] = pair;
     }
-    const int count = row - first;
-    if (count == 0) continue;
-    for (int r = 0; r < count; ++r) {
-      const float* x = &s.xb[static_cast<size_t>(s.routed[first + r] / k) * n_embd];
-      std::copy(x, x + n_embd, &s.moe_in[static_cast<size_t>(r) * n_embd]);
-    }
-    const auto glu = [&](int64_t r0, int64_t r1) {
-      for (int i = 0; i < count; ++i) {
-        const size_t at = static_cast<size_t>(i) * ff + static_cast<size_t>(r0);
+    count[e] = row - first[e];
+    max_count = std::max(max_count, count[e]);
+    n_active += count[e] > 0;
+  }
+  for (int r = 0; r < n_pairs; ++r) {
+    const float* x = &s.xb[static_cast<size_t>(s.routed[r] / k) * n_embd];
+    std::copy(x, x + n_embd, &s.moe_in[static_cast<size_t>(r) * n_embd]);
+  }
+  const auto activate = [&](int64_t row0, int64_t n_rows, int64_t r0, int64_t r1) {
+    for (int64_t i = row0; i < row0 + n_rows; ++i) {
+      const size_t at = static_cast<size_t>(i) * ff + static_cast<size_t>(r0);
+      if (c.ffn_act == FfnAct::SwigluOai) {
+        swiglu_oai(&s.gate[at], &s.up[at], r1 - r0);
+      } else {
         ops.swiglu(&s.gate[at], &s.up[at], &s.gate[at], r1 - r0);
       }
-    };
+    }
+  };
+  const auto in_at = [&](int e) { return &s.moe_in[static_cast<size_t>(first[e]) * n_embd]; };
+  const auto gate_at = [&](int e) { return &s.gate[static_cast<size_t>(first[e]) * ff]; };
+  const auto up_at = [&](int e) { return &s.up[static_cast<size_t>(first[e]) * ff]; };
+  const auto out_at = [&](int e) { return &s.moe_out[static_cast<size_t>(first[e]) * n_embd]; };
+
+  // Decoding (each expert gets a token or two): every expert's gate and up in one
+  // dispatch, then every down in another, when the biases need no decoding.
+  const bool f32_biases = !w.gate_exps_b || (w.gate_exps_b->type == GgmlType::F32 &&
+                                             w.up_exps_b->type == GgmlType::F32 && w.down_exps_b->type == GgmlType::F32);
+  bool done = false;
+  if ((max_count < kMinGemmTokens || s.mm.per_token) && f32_biases && 2 * static_cast<size_t>(n_active) <= kMaxRoutedJobs) {
+    RoutedJob jobs[kMaxRoutedJobs];
+    size_t n_jobs = 0;
+    for (int e = 0; e < c.n_expert; ++e) {
+      if (count[e] == 0) continue;
+      jobs[n_jobs++] = {expert_matrix(w.gate_exps, e), in_at(e), count[e], gate_at(e), expert_bias(w.gate_exps_b, e, tmp)};
+      jobs[n_jobs++] = {expert_matrix(w.up_exps, e), in_at(e), count[e], up_at(e), expert_bias(w.up_exps_b, e, tmp)};
+    }
+    const auto glu = [&](int64_t r0, int64_t r1) { activate(0, n_pairs, r0, r1); };
     const RowEpilogue epilogue = std::cref(glu);
-    const MatmulJob gate_up[] = {{expert_matrix(w.gate_exps, e), s.gate.data(), nullptr},
-                                 {expert_matrix(w.up_exps, e), s.up.data(), nullptr}};
-    matmul(par, s.moe_in.data(), count, gate_up, s.mm, &epilogue);
-    const MatmulJob down[] = {{expert_matrix(w.down_exps, e), &s.moe_out[static_cast<size_t>(first) * n_embd], nullptr}};
-    matmul(par, s.gate.data(), count, down, s.mm);
+    if (matmul_routed(par, std::span<const RoutedJob>(jobs, n_jobs), s.mm, &epilogue)) {
+      n_jobs = 0;
+      for (int e = 0; e < c.n_expert; ++e) {
+        if (count[e] == 0) continue;
+        jobs[n_jobs++] = {expert_matrix(w.down_exps, e), gate_at(e), count[e], out_at(e),
+                          expert_bias(w.down_exps_b, e, tmp)};
+      }
+      done = matmul_routed(par, std::span<const RoutedJob>(jobs, n_jobs), s.mm);
+      if (!done) throw std::logic_error("moe: the down products did not fit where gate and up did");
+    }
+  }
+  // Prompts: each expert's rows meet its weights in the batched products.
+  for (int e = 0; e < c.n_expert && !done; ++e) {
+    if (count[e] == 0) continue;
+    const auto glu = [&](int64_t r0, int64_t r1) { activate(first[e], count[e], r0, r1); };
+    const RowEpilogue epilogue = std::cref(glu);
+    const MatmulJob gate_up[] = {{expert_matrix(w.gate_exps, e), gate_at(e), expert_bias(w.gate_exps_b, e, tmp)},
+                                 {expert_matrix(w.up_exps, e), up_at(e), expert_bias(w.up_exps_b, e, tmp + ff)}};
+    matmul(par, in_at(e), count[e], gate_up, s.mm, &epilogue);
+    const MatmulJob down[] = {{expert_matrix(w.down_exps, e), out_at(e), expert_bias(w.down_exps_b, e, tmp + 2 * ff)}};
+    matmul(par, gate_at(e), count[e], down, s.mm);
   }
   // picked[pair] now becomes the pair's row of moe_out (the expert ids are done with)
   for (int r = 0; r < n_pairs; ++r) s.picked[s.routed[r]] = r;

@@ -96,9 +96,12 @@ void write_random_tensor(std::ofstream& out, const TensorPlan& t, uint64_t seed)
     case Fill::RopeLong:
       for (float& x : row) x = 1.0f + 7.0f * static_cast<float>(rng.uniform());
       return write_floats(out, row);
-    case Fill::Bias:
-      for (float& x : row) x = t.std * rng.normal();
-      return write_floats(out, row);
+    case Fill::Bias:  // one row, or one per expert
+      for (int64_t r = 0; r < n_rows(t); ++r) {
+        for (float& x : row) x = t.std * rng.normal();
+        write_floats(out, row);
+      }
+      return;
     case Fill::Matrix:
       break;
   }
@@ -118,7 +121,7 @@ void write_pooled_tensor(std::ofstream& out, const TensorPlan& t,
   const int64_t n_in = t.dims[0];
   const int64_t n_out = n_rows(t);
   if (t.fill != Fill::Matrix)
-    return write_floats(out, std::vector<float>(static_cast<size_t>(n_in), 1.0f));
+    return write_floats(out, std::vector<float>(static_cast<size_t>(n_in * n_out), 1.0f));
   const TypeKernels& k = ref_kernels().of(t.type);
   const size_t rb = row_bytes(t.type, n_in);
   constexpr int kPool = 16;

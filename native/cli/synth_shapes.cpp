@@ -50,6 +50,11 @@ constexpr SynthShape kShapes[] = {
     {"tiny-qwen3moe",  SynthArch::Qwen3Moe, 256,  2,  8,  2, 64,  512,  0,      true,  true,  40960, 0, 16,  4, 128, 0},
     // OLMoE style: whole-row q/k norms, multi-head attention, 8 experts, 2 a token.
     {"tiny-olmoe",     SynthArch::Olmoe,    256,  2,  4,  4, 64,  128,  0,      false, true,  4096,  0, 8,   2, 0,   0},
+    // gpt-oss style: sliding (even) and global layers alternate, attention sinks, q/k/v/o
+    // biases, biased experts picked by their logits, YaRN (factor 4 over 256 positions).
+    {"tiny-gpt-oss",   SynthArch::GptOss,   256,  3,  8,  2, 64,  128,  0,      false, true,  1024,  16, 8,  2, 128, 0},
+    // gpt-oss-20b: 32 experts of 2880 rows, 4 a token (~3.6B parameters read per token).
+    {"gpt-oss-20b",    SynthArch::GptOss,   2880, 24, 64, 8, 64,  2880, 201088, false, false, 131072, 128, 32, 4, 2880, 0},
 };
 // clang-format on
 
@@ -91,6 +96,8 @@ const char* arch_name(SynthArch arch) {
       return "qwen3moe";
     case SynthArch::Olmoe:
       return "olmoe";
+    case SynthArch::GptOss:
+      return "gpt-oss";
   }
   return "?";
 }
@@ -217,6 +224,12 @@ void push_expert_plan(const SynthShape& s, const SynthMix& mix, const std::strin
   plan.push_back(stack(b + "ffn_gate_exps.weight", mix.ffn_gate_up, e, ff, 1.0f));
   plan.push_back(stack(b + "ffn_up_exps.weight", mix.ffn_gate_up, e, ff, 1.0f));
   plan.push_back(stack(b + "ffn_down_exps.weight", down_type, ff, e, kOutGain));
+  if (s.arch == SynthArch::GptOss) {  // the router's and each expert's biases
+    plan.push_back({b + "ffn_gate_inp.bias", GgmlType::F32, {n_exp}, Fill::Bias, 0.5f});
+    plan.push_back({b + "ffn_gate_exps.bias", GgmlType::F32, {ff, n_exp}, Fill::Bias, 0.5f});
+    plan.push_back({b + "ffn_up_exps.bias", GgmlType::F32, {ff, n_exp}, Fill::Bias, 0.5f});
+    plan.push_back({b + "ffn_down_exps.bias", GgmlType::F32, {e, n_exp}, Fill::Bias, 0.5f});
+  }
   if (s.n_ff_shexp > 0) {
     const int64_t sh = s.n_ff_shexp;
     plan.push_back({b + "ffn_gate_inp_shexp.weight", GgmlType::F32, {e}, Fill::Bias, 1.0f / std::sqrt(static_cast<float>(e))});
@@ -324,6 +337,16 @@ void add_arch_metadata(GgufWriter& w, const SynthShape& s, int n_vocab, int pool
       f32("rope.freq_base", 10000.0f);
       f32("attention.layer_norm_rms_epsilon", 1e-5f);
       break;
+    case SynthArch::GptOss:
+      f32("rope.freq_base", 150000.0f);
+      f32("attention.layer_norm_rms_epsilon", 1e-5f);
+      u32("attention.key_length", s.head_dim);
+      u32("attention.value_length", s.head_dim);
+      // YaRN as gpt-oss ships it (factor 32 over 4096 positions; the tiny shape 4 over 256)
+      w.set_string(a + ".rope.scaling.type", "yarn");
+      f32("rope.scaling.factor", s.parity ? 4.0f : 32.0f);
+      u32("rope.scaling.original_context_length", s.parity ? 256 : 4096);
+      break;
     case SynthArch::Gemma:  // rope base: llama.cpp's default, 10000
     case SynthArch::Gemma2:
     case SynthArch::Gemma3:
@@ -391,7 +414,8 @@ std::vector<TensorPlan> tensor_plan(const SynthShape& s, const SynthMix& mix, in
     plan.push_back({"rope_factors_short.weight", GgmlType::F32, {hd / 2}, Fill::RopeShort});
   }
   const bool qk_norm = s.arch == SynthArch::Qwen3 || s.arch == SynthArch::Gemma3 || s.arch == SynthArch::Qwen3Moe;
-  const bool qkv_bias = s.arch == SynthArch::Qwen2Moe;
+  const bool qkv_bias = s.arch == SynthArch::Qwen2Moe || s.arch == SynthArch::GptOss;
+  const bool gpt_oss = s.arch == SynthArch::GptOss;
   const bool post_norms = s.arch == SynthArch::Gemma2 || s.arch == SynthArch::Gemma3;
   for (int l = 0; l < s.n_layer; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
@@ -420,8 +444,13 @@ std::vector<TensorPlan> tensor_plan(const SynthShape& s, const SynthMix& mix, in
       plan.push_back(norm(b + "attn_k_norm.weight", kv));
     }
     plan.push_back(matrix(b + "attn_output.weight", mix.attn_out, q, e, kOutGain));
+    if (gpt_oss) {
+      plan.push_back({b + "attn_output.bias", GgmlType::F32, {e}, Fill::Bias, 0.5f});
+      plan.push_back({b + "attn_sinks.weight", GgmlType::F32, {s.n_head}, Fill::Bias, 1.0f});
+    }
     if (post_norms) plan.push_back(norm(b + "post_attention_norm.weight", e, kPostNormCenter));
-    plan.push_back(norm(b + "ffn_norm.weight", e));
+    // gpt-oss's feed-forward pre-norm is named post_attention_norm
+    plan.push_back(norm(b + (gpt_oss ? "post_attention_norm.weight" : "ffn_norm.weight"), e));
     if (s.n_expert > 0) {
       push_expert_plan(s, mix, b, down_type, plan);
       continue;

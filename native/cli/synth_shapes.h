@@ -18,7 +18,7 @@
 
 namespace runnel::cli {
 
-enum class SynthArch { Llama, Qwen3, Gemma, Gemma2, Gemma3, Phi3, Bert, NomicBert, Qwen2Moe, Qwen3Moe, Olmoe };
+enum class SynthArch { Llama, Qwen3, Gemma, Gemma2, Gemma3, Phi3, Bert, NomicBert, Qwen2Moe, Qwen3Moe, Olmoe, GptOss };
 
 struct SynthShape {
   const char* name;

@@ -468,7 +468,7 @@ TEST_CASE("cli: synth-model writes a loadable model; bench measures it", "[cli]"
                     "--shape: expected one of llama-1b, llama-8b, gemma3-1b, qwen3-4b, tiny, tiny-llama, "
                     "tiny-llama-swa, tiny-qwen3, tiny-gemma, tiny-gemma2, tiny-gemma3, tiny-phi3, tiny-bert, "
                     "tiny-nomic-bert, qwen3-30b-a3b, moe-small, tiny-mixtral, tiny-qwen2moe, tiny-qwen3moe, "
-                    "tiny-olmoe, got 'llama-70b'");
+                    "tiny-olmoe, tiny-gpt-oss, gpt-oss-20b, got 'llama-70b'");
 }
 
 TEST_CASE("runnel embed: JSON embeddings of an embedding model; run and chat refuse it", "[cli]") {

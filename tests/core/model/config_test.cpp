@@ -126,7 +126,7 @@ TEST_CASE("an unknown architecture is refused by name", "[model]") {
   spec.arch = "foo";
   CHECK(load_error(spec) == "unsupported architecture 'foo' (supported: " + supported_arch_list() + ")");
   CHECK(supported_arch_list() ==
-        "llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3, bert, nomic-bert, qwen2moe, qwen3moe, olmoe");
+        "llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3, bert, nomic-bert, qwen2moe, qwen3moe, olmoe, gpt-oss");
 }
 
 TEST_CASE("config: mixture-of-experts hyper-parameters and their refusals", "[model]") {
@@ -144,7 +144,7 @@ TEST_CASE("config: mixture-of-experts hyper-parameters and their refusals", "[mo
   CHECK(c.expert_weights_norm);
   CHECK(c.has_qk_norm);
   CHECK(c.rope_type == RopeType::Neox);
-  CHECK(c.max_ff() == 96);  // the dense feed_forward_length is wider
+  CHECK(c.ffn_scratch_width() == 96);  // the dense feed_forward_length is wider than 3 x 32
   // qwen2moe: unnormalized, a shared expert, biases; Mixtral: n_ff wide experts, renormalized
   spec.arch = "qwen2moe";
   spec.n_ff_shexp = 48;
@@ -164,6 +164,28 @@ TEST_CASE("config: mixture-of-experts hyper-parameters and their refusals", "[mo
   c = config_of(spec);
   CHECK(c.has_full_qk_norm);
   CHECK_FALSE(c.expert_weights_norm);
+  // gpt-oss: sinks, biases, logit gating, alternating windows, its own expert width
+  spec.arch = "gpt-oss";
+  spec.n_swa = 8;
+  spec.n_ff_exp = 32;
+  c = config_of(spec);
+  CHECK(c.has_attn_sinks);
+  CHECK(c.has_expert_bias);
+  CHECK(c.has_attn_out_bias);
+  CHECK(c.expert_gating == ExpertGating::SoftmaxWeight);
+  CHECK(c.ffn_act == FfnAct::SwigluOai);
+  CHECK(c.n_ff_exp == 32);
+  CHECK(c.n_swa == 8);
+  CHECK(c.is_swa(0));
+  CHECK_FALSE(c.is_swa(1));
+  spec.n_swa = 0;
+  CHECK(load_error(spec) == "missing metadata key 'gpt-oss.attention.sliding_window'");
+  spec.n_swa = 8;
+  spec.n_ff_exp = 0;
+  CHECK(load_error(spec) == "missing metadata key 'gpt-oss.expert_feed_forward_length'");
+  spec.n_ff_exp = 0;
+  spec.arch = "olmoe";
+  spec.n_swa = 0;
   // Refusals name the key or the tensor.
   spec.n_expert_used = 5;
   CHECK(load_error(spec) == "metadata olmoe.expert_used_count = 5: more than the 4 experts");
@@ -177,7 +199,7 @@ TEST_CASE("config: mixture-of-experts hyper-parameters and their refusals", "[mo
   spec.reshape_tensor = "";
   spec.arch = "gemma";
   CHECK(load_error(spec) == "mixture-of-experts gemma models are not supported (gemma.expert_count = 4; experts "
-                            "run in llama, qwen2moe, qwen3moe, olmoe)");
+                            "run in llama, qwen2moe, qwen3moe, olmoe, gpt-oss)");
   spec.arch = "qwen3moe";
   spec.n_expert = 0;
   CHECK(load_error(spec) == "missing metadata key 'qwen3moe.expert_count' (a qwen3moe model has experts)");

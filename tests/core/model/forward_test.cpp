@@ -367,7 +367,8 @@ TEST_CASE("yarn rope scaling on llama and qwen3", "[model]") {
   }
 }
 
-TEST_CASE("mixture of experts: Mixtral, qwen2moe, qwen3moe and olmoe match the float reference", "[model]") {
+TEST_CASE("mixture of experts: Mixtral, qwen2moe, qwen3moe, olmoe and gpt-oss match the float reference",
+          "[model]") {
   TinySpec spec;
   spec.n_expert = 8;
   spec.n_expert_used = 2;
@@ -387,6 +388,14 @@ TEST_CASE("mixture of experts: Mixtral, qwen2moe, qwen3moe and olmoe match the f
     spec.n_ff_exp = 32;
     spec.seed = 23;
   }
+  SECTION("gpt-oss: sinks, biases, alternating sliding layers, top-k logits then softmax, clamped SwiGLU") {
+    spec.arch = "gpt-oss";
+    spec.n_layer = 3;
+    spec.n_swa = 4;  // the 9 tokens cross it
+    spec.n_ff_exp = 32;
+    spec.n_expert_used = 3;
+    spec.seed = 25;
+  }
   SECTION("olmoe: q/k norms over whole rows, multi-head attention") {
     spec.arch = "olmoe";
     spec.n_head_kv = spec.n_head;
@@ -394,6 +403,23 @@ TEST_CASE("mixture of experts: Mixtral, qwen2moe, qwen3moe and olmoe match the f
     spec.seed = 24;
   }
   check_against_reference(spec);
+}
+
+TEST_CASE("the reference would notice missing attention sinks", "[model]") {
+  TinySpec spec;
+  spec.arch = "gpt-oss";
+  spec.n_expert = 8;
+  spec.n_expert_used = 2;
+  spec.n_ff_exp = 32;
+  spec.n_swa = 4;
+  spec.seed = 25;
+  const test::TinyModel m = test::build_tiny_model(spec);
+  test::TinyModel no_sinks = m;
+  for (int l = 0; l < spec.n_layer; ++l) {
+    for (float& v : no_sinks.weights["blk." + std::to_string(l) + ".attn_sinks.weight"]) v = -1e30f;
+  }
+  CHECK(test::max_relative_error(test::reference_logits(no_sinks, kTokens), test::reference_logits(m, kTokens)) >
+        1e-2);
 }
 
 TEST_CASE("the reference would notice a wrong number of experts a token", "[model]") {

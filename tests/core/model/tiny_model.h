@@ -187,7 +187,10 @@ inline bool has_qk_norm(const TinySpec& s) {
   return s.arch == "qwen3" || s.arch == "gemma3" || s.arch == "qwen3moe";
 }
 inline bool has_qkv_bias(const TinySpec& s) {
-  return s.arch == "qwen2" || s.arch == "qwen2moe";
+  return s.arch == "qwen2" || s.arch == "qwen2moe" || s.arch == "gpt-oss";
+}
+inline bool gpt_oss(const TinySpec& s) {
+  return s.arch == "gpt-oss";
 }
 inline int expert_ff(const TinySpec& s) {
   return s.n_ff_exp > 0 ? s.n_ff_exp : s.n_ff;
@@ -207,6 +210,7 @@ inline bool layer_slides(const TinySpec& s, int l) {
     return window > 0 && l % period != period - 1;
   }
   if (s.arch == "llama" && s.n_swa > 0) return s.swa_period == 0 || l % s.swa_period != s.swa_period - 1;
+  if (gpt_oss(s)) return l % 2 == 0;  // even layers slide
   return false;
 }
 inline int window(const TinySpec& s) {
@@ -286,8 +290,13 @@ inline TinyModel build_tiny_model(const TinySpec& s) {
       b.add(p + "attn_k_norm.weight", {kv_dim}, 0.6f, 1.4f);
     }
     b.matrix(p + "attn_output.weight", q_dim, s.n_embd);
+    if (gpt_oss(s)) {
+      b.add(p + "attn_output.bias", {s.n_embd}, -0.5f, 0.5f);
+      b.add(p + "attn_sinks.weight", {s.n_head}, -1.0f, 2.0f);
+    }
     if (has_post_norms(s)) b.add(p + "post_attention_norm.weight", {s.n_embd}, 0.5f, 1.5f);
-    b.add(p + "ffn_norm.weight", {s.n_embd}, 0.8f, 1.2f);
+    // gpt-oss's feed-forward pre-norm is named post_attention_norm
+    b.add(p + (gpt_oss(s) ? "post_attention_norm.weight" : "ffn_norm.weight"), {s.n_embd}, 0.8f, 1.2f);
     if (s.n_expert > 0) {
       // A wide router: picks far from ties, so rounding cannot flip them.
       const float r = 6.0f / std::sqrt(static_cast<float>(s.n_embd));
@@ -297,6 +306,12 @@ inline TinyModel build_tiny_model(const TinySpec& s) {
       b.add(p + "ffn_gate_exps.weight", {s.n_embd, ff, s.n_expert}, -ai, ai, s.matrix_type);
       b.add(p + "ffn_up_exps.weight", {s.n_embd, ff, s.n_expert}, -ai, ai, s.matrix_type);
       b.add(p + "ffn_down_exps.weight", {ff, s.n_embd, s.n_expert}, -af, af, s.matrix_type);
+      if (gpt_oss(s)) {
+        b.add(p + "ffn_gate_inp.bias", {s.n_expert}, -0.5f, 0.5f);
+        b.add(p + "ffn_gate_exps.bias", {ff, s.n_expert}, -0.5f, 0.5f);
+        b.add(p + "ffn_up_exps.bias", {ff, s.n_expert}, -0.5f, 0.5f);
+        b.add(p + "ffn_down_exps.bias", {s.n_embd, s.n_expert}, -0.5f, 0.5f);
+      }
       if (s.n_ff_shexp > 0) {
         b.add(p + "ffn_gate_inp_shexp.weight", {s.n_embd}, -ai, ai);
         b.matrix(p + "ffn_gate_shexp.weight", s.n_embd, s.n_ff_shexp);
@@ -417,31 +432,67 @@ inline Vec swiglu_ffn(const std::vector<float>& gate, const std::vector<float>& 
 // A mixture-of-experts feed-forward for one token: softmax over the router's logits,
 // the n_expert_used most probable experts (renormalized: Mixtral, qwen3moe), their
 // SwiGLU outputs weighted and summed, plus qwen2moe's sigmoid-gated shared expert.
+// gpt-oss's expert activation: min(g, 7) * sigmoid(1.702 min(g, 7)) * (clamp(u, -7, 7) + 1).
+inline double swiglu_oai(double g, double u) {
+  const double x = std::min(g, 7.0);
+  return x / (1.0 + std::exp(-1.702 * x)) * (std::clamp(u, -7.0, 7.0) + 1.0);
+}
+
+// softmax over v, in place
+inline void softmax(Vec& v) {
+  const double top = *std::max_element(v.begin(), v.end());
+  double total = 0;
+  for (double& e : v) total += (e = std::exp(e - top));
+  for (double& e : v) e /= total;
+}
+
 inline Vec moe_ffn(const TinyModel& m, const std::string& p, const Vec& x) {
   const TinySpec& s = m.spec;
-  Vec probs = matvec(weight(m, p + "ffn_gate_inp.weight"), x);
-  const double top = *std::max_element(probs.begin(), probs.end());
-  double total = 0;
-  for (double& v : probs) total += (v = std::exp(v - top));
-  for (double& v : probs) v /= total;
+  Vec logits = matvec(weight(m, p + "ffn_gate_inp.weight"), x);
+  if (gpt_oss(s)) {
+    for (int e = 0; e < s.n_expert; ++e) logits[e] += weight(m, p + "ffn_gate_inp.bias")[e];
+  }
+  Vec probs = logits;
+  if (!gpt_oss(s)) softmax(probs);  // gpt-oss ranks the logits themselves
   std::vector<int> order(s.n_expert);
   for (int e = 0; e < s.n_expert; ++e) order[e] = e;
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return probs[a] > probs[b]; });
   const bool renormalize = s.arch == "llama" || s.arch == "qwen3moe";
   double picked = 0;
   for (int j = 0; j < s.n_expert_used; ++j) picked += probs[order[j]];
+  if (gpt_oss(s)) {  // the softmax of the picked logits
+    Vec top(s.n_expert_used);
+    for (int j = 0; j < s.n_expert_used; ++j) top[j] = logits[order[j]];
+    softmax(top);
+    for (int j = 0; j < s.n_expert_used; ++j) probs[order[j]] = top[j];
+  }
   const int ff = expert_ff(s);
   const size_t in_size = static_cast<size_t>(s.n_embd) * ff;  // elements of one expert's matrix
   const auto expert = [&](const char* name, int e) {
     const std::vector<float>& stack = weight(m, p + name);
     return std::vector<float>(stack.begin() + e * in_size, stack.begin() + (e + 1) * in_size);
   };
+  // row e of a bias stack [n, n_expert]
+  const auto bias = [&](const char* name, int e, size_t i, size_t n) {
+    return static_cast<double>(weight(m, p + name)[static_cast<size_t>(e) * n + i]);
+  };
   Vec out(x.size(), 0.0);
   for (int j = 0; j < s.n_expert_used; ++j) {
     const int e = order[j];
     const double w = renormalize ? probs[e] / picked : probs[e];
-    const Vec y = swiglu_ffn(expert("ffn_gate_exps.weight", e), expert("ffn_up_exps.weight", e),
-                             expert("ffn_down_exps.weight", e), x);
+    Vec y;
+    if (gpt_oss(s)) {
+      Vec g = matvec(expert("ffn_gate_exps.weight", e), x);
+      const Vec u = matvec(expert("ffn_up_exps.weight", e), x);
+      for (size_t i = 0; i < g.size(); ++i) {
+        g[i] = swiglu_oai(g[i] + bias("ffn_gate_exps.bias", e, i, ff), u[i] + bias("ffn_up_exps.bias", e, i, ff));
+      }
+      y = matvec(expert("ffn_down_exps.weight", e), g);
+      for (size_t i = 0; i < y.size(); ++i) y[i] += bias("ffn_down_exps.bias", e, i, y.size());
+    } else {
+      y = swiglu_ffn(expert("ffn_gate_exps.weight", e), expert("ffn_up_exps.weight", e),
+                     expert("ffn_down_exps.weight", e), x);
+    }
     for (size_t i = 0; i < out.size(); ++i) out[i] += w * y[i];
   }
   if (s.n_ff_shexp > 0) {
@@ -554,7 +605,10 @@ inline std::vector<float> reference_logits(const TinyModel& m, const std::vector
           if (attn_cap > 0) scores[t] = attn_cap * std::tanh(scores[t] / attn_cap);
           max_score = std::max(max_score, scores[t]);
         }
-        double sum = 0;
+        // gpt-oss: the head's sink joins the max and the sum
+        const double sink = gpt_oss(s) ? weight(m, p + "attn_sinks.weight")[h] : -1e300;
+        max_score = std::max(max_score, sink);
+        double sum = gpt_oss(s) ? std::exp(sink - max_score) : 0.0;
         for (size_t t = first; t <= pos; ++t) sum += (scores[t] = std::exp(scores[t] - max_score));
         for (size_t t = first; t <= pos; ++t) {
           for (int d = 0; d < hd; ++d) {
@@ -563,10 +617,13 @@ inline std::vector<float> reference_logits(const TinyModel& m, const std::vector
         }
       }
       Vec o = matvec(weight(m, p + "attn_output.weight"), attn);
+      if (gpt_oss(s)) {
+        for (size_t i = 0; i < o.size(); ++i) o[i] += weight(m, p + "attn_output.bias")[i];
+      }
       if (has_post_norms(s)) o = rms_norm(o, weight(m, p + "post_attention_norm.weight"), s.rms_eps);
       for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
 
-      const Vec xf = rms_norm(x, weight(m, p + "ffn_norm.weight"), s.rms_eps);
+      const Vec xf = rms_norm(x, weight(m, p + (gpt_oss(s) ? "post_attention_norm.weight" : "ffn_norm.weight")), s.rms_eps);
       if (s.n_expert > 0) {
         const Vec d = moe_ffn(m, p, xf);
         for (size_t i = 0; i < x.size(); ++i) x[i] += d[i];

@@ -1,6 +1,7 @@
 // Continuous batching (DecodeBatch, GenerateParams::defer_prompt): several sessions
 // decoded in one forward pass get, token for token and bit for bit, what each gets
-// alone, on every kernel set, for plain and repacked products and sliding windows.
+// alone, on every kernel set, for plain and repacked products, sliding windows and
+// experts.
 #include <catch2/catch.hpp>
 
 #include "core/runtime/engine.h"
@@ -36,10 +37,15 @@ TEST_CASE("decode batch: sessions decoded together get the bits each gets alone"
     GgmlType type;
   };
   for (const Case c : {Case{"llama", GgmlType::F32}, Case{"llama", GgmlType::Q4_0}, Case{"qwen2", GgmlType::Q8_0},
-                       Case{"gemma3", GgmlType::Q5_0}}) {
+                       Case{"gemma3", GgmlType::Q5_0}, Case{"qwen3moe", GgmlType::Q8_0}}) {
     test::TinySpec spec;
     spec.arch = c.arch;
     spec.matrix_type = c.type;
+    if (spec.arch == "qwen3moe") {  // the sessions' tokens meet their experts together
+      spec.n_expert = 8;
+      spec.n_expert_used = 3;
+      spec.n_ff_exp = 32;
+    }
     if (spec.arch == "gemma3") {
       spec.n_swa = 4;
       spec.swa_period = 2;

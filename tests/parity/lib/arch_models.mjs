@@ -36,6 +36,7 @@ export const ARCHS = [
   {shape: "tiny-qwen2moe", vocab: "gpt-2"},
   {shape: "tiny-qwen3moe", vocab: "gpt-2"},
   {shape: "tiny-olmoe", vocab: "llama-spm"},
+  {shape: "tiny-gpt-oss", vocab: "gpt-2", window: 16},
 ];
 
 export function selectedArchs() {
