@@ -22,6 +22,7 @@ constexpr const char* kUsage =
     "  embed     print the embeddings of texts as JSON (runnel embed -m FILE -p TEXT [-p TEXT ...])\n"
     "  serve     serve the model over the OpenAI API (runnel serve -m FILE [--port 8080])\n"
     "  bench     prompt and generation speed, like llama-bench (runnel bench -m FILE -p 128 -n 32)\n"
+    "  perplexity  perplexity on a text, KL divergence, like llama-perplexity (runnel perplexity -m FILE -f TEXT)\n"
     "  synth-model  write a synthetic 1B/8B-shaped GGUF for benchmarks\n"
     "  version   print the version and the git commit it was built from (also --version)\n"
     "\n"
@@ -54,6 +55,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "serve") return runnel::cli::serve_command(args);
   if (command == "synth-model") return runnel::cli::synth_model_command(args);
   if (command == "bench") return runnel::cli::bench_command(args);
+  if (command == "perplexity") return runnel::cli::perplexity_command(args);
   if (command == "version" || command == "--version") return version_command(args);
   throw runnel::cli::UsageError("unknown command '" + command + "' (try runnel --help)");
 }

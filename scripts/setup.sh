@@ -32,6 +32,7 @@ readonly kTestPackages=(
   g++-aarch64-linux-gnu qemu-user  # NEON kernels, cross-built and run under qemu
   chromium wrk                     # the demo page in headless Chromium; the server load test
   unicode-data                     # scripts/gen_unicode_tables.py
+  miscfiles                        # the US Constitution text of the perplexity tests
 )
 
 with_tests=0

@@ -17,6 +17,7 @@ int embed_command(const std::vector<std::string>& args);
 int serve_command(const std::vector<std::string>& args);
 int synth_model_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
+int perplexity_command(const std::vector<std::string>& args);
 
 // Applies RUNNEL_ISA (if set) to the kernel selection; throws UsageError if the
 // forced ISA is unknown or not supported by this CPU.
