@@ -54,6 +54,11 @@ KernelTable build_ref_table() {
   set(G::Q5_K, ref::dequantize_row_q5_k, ref::quantize_row_q5_k, G::Q8_K, ref::vec_dot_q5_k);
   set(G::Q6_K, ref::dequantize_row_q6_k, ref::quantize_row_q6_k, G::Q8_K, ref::vec_dot_q6_k);
   set(G::Q8_K, ref::dequantize_row_q8_k, ref::quantize_row_q8_k, G::Q8_K, nullptr);
+  set(G::MXFP4, ref::dequantize_row_mxfp4, ref::quantize_row_mxfp4, G::Q8_0, ref::vec_dot_mxfp4);
+  set(G::IQ4_NL, ref::dequantize_row_iq4_nl, ref::quantize_row_iq4_nl, G::Q8_0,
+      ref::vec_dot_iq4_nl);
+  set(G::IQ4_XS, ref::dequantize_row_iq4_xs, ref::quantize_row_iq4_xs, G::Q8_K,
+      ref::vec_dot_iq4_xs);
   return t;
 }
 

@@ -32,6 +32,11 @@ constexpr std::array<Entry, kGgmlTypeIdLimit> make_table() {
   set(GgmlType::Q5_K, "Q5_K", kQK_K, 2 + 2 + 12 + kQK_K / 8 + kQK_K / 2);
   set(GgmlType::Q6_K, "Q6_K", kQK_K, kQK_K / 2 + kQK_K / 4 + kQK_K / 16 + 2);
   set(GgmlType::Q8_K, "Q8_K", kQK_K, 4 + kQK_K + kQK_K / 16 * 2);
+  // 4-bit codes into a 16-value table: e = E8M0 exponent byte; IQ4_XS adds 6-bit
+  // sub-block scales (2 bytes of high bits, 4 of low nibbles).
+  set(GgmlType::IQ4_NL, "IQ4_NL", kQK, 2 + kQK / 2);
+  set(GgmlType::IQ4_XS, "IQ4_XS", kQK_K, 2 + 2 + kQK_K / 64 + kQK_K / 2);
+  set(GgmlType::MXFP4, "MXFP4", kQK, 1 + kQK / 2);
   return t;
 }
 

@@ -3,9 +3,9 @@
 // on any aarch64 CPU, since it decides whether the dot-product code may run at all.
 //
 // Without the dot-product extension the table still has every NEON entry that does not
-// need it (the baseline set: all 13 dots and the 10 batched products with widening
-// multiplies, the 3 quantizers and the 3 activation packings); with it, the 10 integer
-// dots and the 10 batched products are replaced by their vdotq_s32 versions.
+// need it (the baseline set: all 16 dots and the 13 quantized batched products with
+// widening multiplies, the 3 quantizers and the 3 activation packings); with it, the 13
+// integer dots and the 13 batched products are replaced by their vdotq_s32 versions.
 #include <sys/auxv.h>
 
 #include "kernels/arm/arm.h"
@@ -46,6 +46,9 @@ KernelTable build_neon_baseline_table() {
   set_dot(t, G::Q4_K, neon::vec_dot_q4_k);
   set_dot(t, G::Q5_K, neon::vec_dot_q5_k);
   set_dot(t, G::Q6_K, neon::vec_dot_q6_k);
+  set_dot(t, G::MXFP4, neon::vec_dot_mxfp4);
+  set_dot(t, G::IQ4_NL, neon::vec_dot_iq4_nl);
+  set_dot(t, G::IQ4_XS, neon::vec_dot_iq4_xs);
   // Activation quantizers (Q8_0 is also a weight type; its quantizer is exact either way).
   quant(G::Q8_0, neon::quantize_row_q8_0);
   quant(G::Q8_1, neon::quantize_row_q8_1);
@@ -70,6 +73,9 @@ KernelTable build_neon_baseline_table() {
   set_gemm(t, G::Q4_K, neon::gemm_q4_k);
   set_gemm(t, G::Q5_K, neon::gemm_q5_k);
   set_gemm(t, G::Q6_K, neon::gemm_q6_k);
+  set_gemm(t, G::MXFP4, neon::gemm_mxfp4);
+  set_gemm(t, G::IQ4_NL, neon::gemm_iq4_nl);
+  set_gemm(t, G::IQ4_XS, neon::gemm_iq4_xs);
   // Float weights (both tables): activation rows widen to f32 groups at packing.
   pack(G::F32, gemm_pack_bytes_float, gemm_pack_f32);
   pack(G::F16, gemm_pack_bytes_float, gemm_pack_f16);
@@ -93,6 +99,9 @@ KernelTable build_neon_dotprod_table(const KernelTable& baseline) {
   set_dot(t, G::Q4_K, neon::dotprod::vec_dot_q4_k);
   set_dot(t, G::Q5_K, neon::dotprod::vec_dot_q5_k);
   set_dot(t, G::Q6_K, neon::dotprod::vec_dot_q6_k);
+  set_dot(t, G::MXFP4, neon::dotprod::vec_dot_mxfp4);
+  set_dot(t, G::IQ4_NL, neon::dotprod::vec_dot_iq4_nl);
+  set_dot(t, G::IQ4_XS, neon::dotprod::vec_dot_iq4_xs);
   // Batched products over the baseline table's packed groups.
   set_gemm(t, G::Q4_0, neon::dotprod::gemm_q4_0);
   set_gemm(t, G::Q4_1, neon::dotprod::gemm_q4_1);
@@ -104,6 +113,9 @@ KernelTable build_neon_dotprod_table(const KernelTable& baseline) {
   set_gemm(t, G::Q4_K, neon::dotprod::gemm_q4_k);
   set_gemm(t, G::Q5_K, neon::dotprod::gemm_q5_k);
   set_gemm(t, G::Q6_K, neon::dotprod::gemm_q6_k);
+  set_gemm(t, G::MXFP4, neon::dotprod::gemm_mxfp4);
+  set_gemm(t, G::IQ4_NL, neon::dotprod::gemm_iq4_nl);
+  set_gemm(t, G::IQ4_XS, neon::dotprod::gemm_iq4_xs);
   return t;
 }
 

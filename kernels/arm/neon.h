@@ -1,7 +1,7 @@
 // Declarations of the NEON kernels. Same signatures and contracts as kernels/ref/ref.h
 // and kernels/ref/ops.h.
 // runnel::neon: plain Advanced SIMD (baseline on every aarch64 CPU; neon_legacy.cpp,
-// neon_kquants.cpp, neon_gemm.cpp, neon_float.cpp, neon_ops.cpp).
+// neon_kquants.cpp, neon_lut4.cpp, neon_gemm.cpp, neon_float.cpp, neon_ops.cpp).
 // runnel::neon::dotprod: the integer dots and batched products again with the dot-product
 // extension (neon_dotprod.cpp, neon_dotprod_gemm.cpp: the files compiled with
 // -march=armv8.2-a+dotprod); call them only after cpu_has_dotprod() (kernels/arm/arm.h).
@@ -12,30 +12,37 @@
 
 #include "kernels/ref/ops.h"
 
-// The 10 batched products (kernels.h TypeKernels::gemm), declared in runnel::neon
+// The 13 batched products (kernels.h TypeKernels::gemm), declared in runnel::neon
 // (baseline) and runnel::neon::dotprod over the same packed groups. Activations: Q8_0 for
-// Q4_0 / Q5_0 / Q8_0, Q8_1 for Q4_1 / Q5_1, Q8_K for Q2_K .. Q6_K.
-#define RUNNEL_NEON_GEMM_DECLS                                                                  \
-  void gemm_q4_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
-                 float* out, size_t out_stride);                                                \
-  void gemm_q4_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
-                 float* out, size_t out_stride);                                                \
-  void gemm_q5_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
-                 float* out, size_t out_stride);                                                \
-  void gemm_q5_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
-                 float* out, size_t out_stride);                                                \
-  void gemm_q8_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
-                 float* out, size_t out_stride);                                                \
-  void gemm_q2_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
-                 float* out, size_t out_stride);                                                \
-  void gemm_q3_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
-                 float* out, size_t out_stride);                                                \
-  void gemm_q4_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
-                 float* out, size_t out_stride);                                                \
-  void gemm_q5_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
-                 float* out, size_t out_stride);                                                \
-  void gemm_q6_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
-                 float* out, size_t out_stride);
+// Q4_0 / Q5_0 / Q8_0 / MXFP4 / IQ4_NL, Q8_1 for Q4_1 / Q5_1, Q8_K for Q2_K .. Q6_K and
+// IQ4_XS.
+#define RUNNEL_NEON_GEMM_DECLS                                                                    \
+  void gemm_q4_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,   \
+                 float* out, size_t out_stride);                                                  \
+  void gemm_q4_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,   \
+                 float* out, size_t out_stride);                                                  \
+  void gemm_q5_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,   \
+                 float* out, size_t out_stride);                                                  \
+  void gemm_q5_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,   \
+                 float* out, size_t out_stride);                                                  \
+  void gemm_q8_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,   \
+                 float* out, size_t out_stride);                                                  \
+  void gemm_q2_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,   \
+                 float* out, size_t out_stride);                                                  \
+  void gemm_q3_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,   \
+                 float* out, size_t out_stride);                                                  \
+  void gemm_q4_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,   \
+                 float* out, size_t out_stride);                                                  \
+  void gemm_q5_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,   \
+                 float* out, size_t out_stride);                                                  \
+  void gemm_q6_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,   \
+                 float* out, size_t out_stride);                                                  \
+  void gemm_mxfp4(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,  \
+                  float* out, size_t out_stride);                                                 \
+  void gemm_iq4_nl(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
+                   float* out, size_t out_stride);                                                \
+  void gemm_iq4_xs(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
+                   float* out, size_t out_stride);
 
 namespace runnel::neon {
 
@@ -57,6 +64,11 @@ float vec_dot_q4_k(int64_t n, const void* w, const void* a);     // a: Q8_K
 float vec_dot_q5_k(int64_t n, const void* w, const void* a);     // a: Q8_K
 float vec_dot_q6_k(int64_t n, const void* w, const void* a);     // a: Q8_K
 void quantize_row_q8_k(const float* src, void* dst, int64_t n);  // bit-exact with ref
+
+// ---- 4-bit lookup formats (neon_lut4.cpp)
+float vec_dot_mxfp4(int64_t n, const void* w, const void* a);   // a: Q8_0
+float vec_dot_iq4_nl(int64_t n, const void* w, const void* a);  // a: Q8_0
+float vec_dot_iq4_xs(int64_t n, const void* w, const void* a);  // a: Q8_K
 
 // ---- batched products for prefill (TypeKernels::gemm / gemm_pack; neon_gemm.cpp over
 // neon_gemm_impl.h). gemm_pack*: the activation side, shared by both NEON tables (8 tokens
@@ -104,16 +116,19 @@ void rope_apply(float* x, int64_t n_rot, const float* cos_sin, ref::RopeStyle st
 namespace runnel::neon::dotprod {
 
 // The integer dots of runnel::neon with vdotq_s32 (neon_dotprod.cpp); same contracts.
-float vec_dot_q4_0(int64_t n, const void* w, const void* a);  // a: Q8_0
-float vec_dot_q4_1(int64_t n, const void* w, const void* a);  // a: Q8_1
-float vec_dot_q5_0(int64_t n, const void* w, const void* a);  // a: Q8_0
-float vec_dot_q5_1(int64_t n, const void* w, const void* a);  // a: Q8_1
-float vec_dot_q8_0(int64_t n, const void* w, const void* a);  // a: Q8_0
-float vec_dot_q2_k(int64_t n, const void* w, const void* a);  // a: Q8_K
-float vec_dot_q3_k(int64_t n, const void* w, const void* a);  // a: Q8_K
-float vec_dot_q4_k(int64_t n, const void* w, const void* a);  // a: Q8_K
-float vec_dot_q5_k(int64_t n, const void* w, const void* a);  // a: Q8_K
-float vec_dot_q6_k(int64_t n, const void* w, const void* a);  // a: Q8_K
+float vec_dot_q4_0(int64_t n, const void* w, const void* a);    // a: Q8_0
+float vec_dot_q4_1(int64_t n, const void* w, const void* a);    // a: Q8_1
+float vec_dot_q5_0(int64_t n, const void* w, const void* a);    // a: Q8_0
+float vec_dot_q5_1(int64_t n, const void* w, const void* a);    // a: Q8_1
+float vec_dot_q8_0(int64_t n, const void* w, const void* a);    // a: Q8_0
+float vec_dot_q2_k(int64_t n, const void* w, const void* a);    // a: Q8_K
+float vec_dot_q3_k(int64_t n, const void* w, const void* a);    // a: Q8_K
+float vec_dot_q4_k(int64_t n, const void* w, const void* a);    // a: Q8_K
+float vec_dot_q5_k(int64_t n, const void* w, const void* a);    // a: Q8_K
+float vec_dot_q6_k(int64_t n, const void* w, const void* a);    // a: Q8_K
+float vec_dot_mxfp4(int64_t n, const void* w, const void* a);   // a: Q8_0
+float vec_dot_iq4_nl(int64_t n, const void* w, const void* a);  // a: Q8_0
+float vec_dot_iq4_xs(int64_t n, const void* w, const void* a);  // a: Q8_K
 
 // The batched products of runnel::neon with vdotq_laneq_s32 (neon_dotprod_gemm.cpp), over
 // the same packed groups (runnel::neon::gemm_pack_*); same contracts.

@@ -23,6 +23,7 @@
 #include <cstdint>
 
 #include "kernels/arm/neon_common.h"
+#include "kernels/arm/neon_lut4_dots.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/blocks.h"
 
@@ -69,6 +70,7 @@ struct Q4_0W {
     *hi = vsubq_s8(as_s8(h), eight);
   }
   static float min(const Block&) { return 0.0f; }
+  static float d(const Block& x) { return f16(x.d); }
 };
 
 struct Q4_1W {
@@ -82,6 +84,7 @@ struct Q4_1W {
     *hi = as_s8(h);
   }
   static float min(const Block& x) { return f16(x.m); }
+  static float d(const Block& x) { return f16(x.d); }
 };
 
 struct Q5_0W {
@@ -98,6 +101,7 @@ struct Q5_0W {
     *hi = as_s8(vorrq_u8(h, vbicq_u8(high_nibble, bit_hi)));
   }
   static float min(const Block&) { return 0.0f; }
+  static float d(const Block& x) { return f16(x.d); }
 };
 
 struct Q5_1W {
@@ -113,6 +117,7 @@ struct Q5_1W {
     *hi = as_s8(vorrq_u8(h, vandq_u8(bit_hi, fifth_bit)));
   }
   static float min(const Block& x) { return f16(x.m); }
+  static float d(const Block& x) { return f16(x.d); }
 };
 
 struct Q8_0W {
@@ -124,7 +129,23 @@ struct Q8_0W {
     *hi = load_s8(x.qs + 16);
   }
   static float min(const Block&) { return 0.0f; }
+  static float d(const Block& x) { return f16(x.d); }
 };
+
+// MXFP4 and IQ4_NL: the codes looked up into signed weights (|w| <= 127), Q8_0's way on.
+template <typename B>
+struct Lut4W {
+  using Block = B;
+  using Packed = PackedQ8_0;
+  static constexpr bool kHasMin = false;
+  static void unpack(const Block& x, int8x16_t* lo, int8x16_t* hi) {
+    lut4_decode(lut4_table(&x), x.qs, lo, hi);
+  }
+  static float min(const Block&) { return 0.0f; }
+  static float d(const Block& x) { return lut4_scale(x); }
+};
+using Mxfp4W = Lut4W<ref::BlockMxfp4>;
+using Iq4NlW = Lut4W<ref::BlockIq4Nl>;
 
 // ---------------------------------------------------------------- k-quant weights
 
@@ -241,6 +262,24 @@ struct Q6_KW {
   static float dmin(const Block&) { return 0.0f; }
 };
 
+// IQ4_XS: sub-block s (32 elements) in code bytes 16s .. 16s + 15, low nibbles first;
+// signed 6-bit scales per sub-block of 32 on IQ4_NL's grid, no mins.
+struct Iq4XsW {
+  using Block = ref::BlockIq4Xs;
+  static constexpr int kSubBlock = 32;
+  static constexpr int kMinGroup = 0;
+  static void scales(const Block& x, KScales* s) {
+    for (int j = 0; j < 8; ++j) s->scale[j] = ref::iq4_xs_scale(x, j);
+  }
+  static int8x16_t vec(const Block& x, int g) {
+    const uint8x16_t packed = vld1q_u8(x.qs + 16 * (g / 2));
+    const uint8x16_t codes = g % 2 ? vshrq_n_u8(packed, 4) : vandq_u8(packed, vdupq_n_u8(0x0F));
+    return vqtbl1q_s8(lut4_table(&x), codes);
+  }
+  static float d(const Block& x) { return f16(x.d); }
+  static float dmin(const Block&) { return 0.0f; }
+};
+
 // ---------------------------------------------------------------- kernels
 
 template <typename Block>
@@ -289,7 +328,7 @@ void gemm_legacy_rows(int64_t n, const void* w, size_t w_stride, const void* pac
       Tile::dot16(t, hi, p[b].q[4][0]);  // 16..31: k-steps 4..7
       int32x4_t sums[2];
       Tile::sums(t, sums);
-      add_scaled(acc + 2 * r, sums, da, f16(blk.d));
+      add_scaled(acc + 2 * r, sums, da, W::d(blk));
       if constexpr (W::kHasMin) {  // + m_w * s_a per token
         const float m = W::min(blk);
         acc[2 * r] = vfmaq_n_f32(acc[2 * r], vld1q_f32(p[b].s), m);
@@ -419,7 +458,7 @@ template <typename Tile, typename W>
 constexpr RowsFn kKquantRows[kMaxRows] = {kquant_fn<Tile, W, 1>(), kquant_fn<Tile, W, 2>(),
                                           kquant_fn<Tile, W, 3>(), kquant_fn<Tile, W, 4>()};
 
-// The entry points of one tile step, for the 10 quantized weight types.
+// The entry points of one tile step, for the 13 quantized weight types.
 template <typename Tile>
 struct GemmSet {
   template <typename W>
@@ -437,46 +476,58 @@ struct GemmSet {
 }  // namespace
 }  // namespace runnel::neon
 
-// The 10 `gemm` entries of a file over its GemmSet `Set` (neon_gemm.cpp: baseline,
+// The 13 `gemm` entries of a file over its GemmSet `Set` (neon_gemm.cpp: baseline,
 // neon_dotprod_gemm.cpp: vdotq_laneq_s32), in the namespace the macro stands in.
-#define RUNNEL_NEON_DEFINE_GEMM(Set)                                                            \
-  void gemm_q4_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
-                 float* out, size_t out_stride) {                                               \
-    Set::legacy<Q4_0W>(n, w, w_stride, nr, packed, nc, out, out_stride);                        \
-  }                                                                                             \
-  void gemm_q4_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
-                 float* out, size_t out_stride) {                                               \
-    Set::legacy<Q4_1W>(n, w, w_stride, nr, packed, nc, out, out_stride);                        \
-  }                                                                                             \
-  void gemm_q5_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
-                 float* out, size_t out_stride) {                                               \
-    Set::legacy<Q5_0W>(n, w, w_stride, nr, packed, nc, out, out_stride);                        \
-  }                                                                                             \
-  void gemm_q5_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
-                 float* out, size_t out_stride) {                                               \
-    Set::legacy<Q5_1W>(n, w, w_stride, nr, packed, nc, out, out_stride);                        \
-  }                                                                                             \
-  void gemm_q8_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
-                 float* out, size_t out_stride) {                                               \
-    Set::legacy<Q8_0W>(n, w, w_stride, nr, packed, nc, out, out_stride);                        \
-  }                                                                                             \
-  void gemm_q2_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
-                 float* out, size_t out_stride) {                                               \
-    Set::kquant<Q2_KW>(n, w, w_stride, nr, packed, nc, out, out_stride);                        \
-  }                                                                                             \
-  void gemm_q3_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
-                 float* out, size_t out_stride) {                                               \
-    Set::kquant<Q3_KW>(n, w, w_stride, nr, packed, nc, out, out_stride);                        \
-  }                                                                                             \
-  void gemm_q4_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
-                 float* out, size_t out_stride) {                                               \
-    Set::kquant<Q4_KW>(n, w, w_stride, nr, packed, nc, out, out_stride);                        \
-  }                                                                                             \
-  void gemm_q5_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
-                 float* out, size_t out_stride) {                                               \
-    Set::kquant<Q5_KW>(n, w, w_stride, nr, packed, nc, out, out_stride);                        \
-  }                                                                                             \
-  void gemm_q6_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
-                 float* out, size_t out_stride) {                                               \
-    Set::kquant<Q6_KW>(n, w, w_stride, nr, packed, nc, out, out_stride);                        \
+#define RUNNEL_NEON_DEFINE_GEMM(Set)                                                              \
+  void gemm_q4_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,   \
+                 float* out, size_t out_stride) {                                                 \
+    Set::legacy<Q4_0W>(n, w, w_stride, nr, packed, nc, out, out_stride);                          \
+  }                                                                                               \
+  void gemm_q4_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,   \
+                 float* out, size_t out_stride) {                                                 \
+    Set::legacy<Q4_1W>(n, w, w_stride, nr, packed, nc, out, out_stride);                          \
+  }                                                                                               \
+  void gemm_q5_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,   \
+                 float* out, size_t out_stride) {                                                 \
+    Set::legacy<Q5_0W>(n, w, w_stride, nr, packed, nc, out, out_stride);                          \
+  }                                                                                               \
+  void gemm_q5_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,   \
+                 float* out, size_t out_stride) {                                                 \
+    Set::legacy<Q5_1W>(n, w, w_stride, nr, packed, nc, out, out_stride);                          \
+  }                                                                                               \
+  void gemm_q8_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,   \
+                 float* out, size_t out_stride) {                                                 \
+    Set::legacy<Q8_0W>(n, w, w_stride, nr, packed, nc, out, out_stride);                          \
+  }                                                                                               \
+  void gemm_q2_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,   \
+                 float* out, size_t out_stride) {                                                 \
+    Set::kquant<Q2_KW>(n, w, w_stride, nr, packed, nc, out, out_stride);                          \
+  }                                                                                               \
+  void gemm_q3_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,   \
+                 float* out, size_t out_stride) {                                                 \
+    Set::kquant<Q3_KW>(n, w, w_stride, nr, packed, nc, out, out_stride);                          \
+  }                                                                                               \
+  void gemm_q4_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,   \
+                 float* out, size_t out_stride) {                                                 \
+    Set::kquant<Q4_KW>(n, w, w_stride, nr, packed, nc, out, out_stride);                          \
+  }                                                                                               \
+  void gemm_q5_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,   \
+                 float* out, size_t out_stride) {                                                 \
+    Set::kquant<Q5_KW>(n, w, w_stride, nr, packed, nc, out, out_stride);                          \
+  }                                                                                               \
+  void gemm_q6_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,   \
+                 float* out, size_t out_stride) {                                                 \
+    Set::kquant<Q6_KW>(n, w, w_stride, nr, packed, nc, out, out_stride);                          \
+  }                                                                                               \
+  void gemm_mxfp4(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,  \
+                  float* out, size_t out_stride) {                                                \
+    Set::legacy<Mxfp4W>(n, w, w_stride, nr, packed, nc, out, out_stride);                         \
+  }                                                                                               \
+  void gemm_iq4_nl(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
+                   float* out, size_t out_stride) {                                               \
+    Set::legacy<Iq4NlW>(n, w, w_stride, nr, packed, nc, out, out_stride);                         \
+  }                                                                                               \
+  void gemm_iq4_xs(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc, \
+                   float* out, size_t out_stride) {                                               \
+    Set::kquant<Iq4XsW>(n, w, w_stride, nr, packed, nc, out, out_stride);                         \
   }

@@ -103,6 +103,33 @@ struct BlockQ8_K {
   int16_t bsums[kQK_K / 16];
 };
 
+// ---- 4-bit lookup formats: each 4-bit code indexes a 16-entry table of int8 values
+// (kernels/ref/lut4_values.h), times the block's scale. Nibbles as in the legacy blocks:
+// byte j holds element j (low nibble) and element j + 16 (high nibble) of 32.
+
+// MXFP4 (OCP microscaling; gpt-oss's expert weights): x = kMxfp4Values[q] * 2^(e - 128).
+// The table holds the E2M1 values doubled (integers), hence half the E8M0 scale 2^(e - 127).
+struct BlockMxfp4 {
+  uint8_t e;  // E8M0: a bare exponent, bias 127
+  uint8_t qs[kQK / 2];
+};
+
+// IQ4_NL: x = d * kIq4NlValues[q] (a non-linear grid, denser near zero).
+struct BlockIq4Nl {
+  uint16_t d;
+  uint8_t qs[kQK / 2];
+};
+
+// IQ4_XS: 8 sub-blocks of 32 on IQ4_NL's grid. x = d * (ls_j - 32) * kIq4NlValues[q];
+// ls_j is 6 bits: low 4 in nibble j % 2 of scales_l[j / 2], high 2 at bits 2j, 2j + 1 of
+// scales_h. qs: sub-block j in bytes 16j .. 16j + 15, nibbles as the legacy blocks.
+struct BlockIq4Xs {
+  uint16_t d;
+  uint16_t scales_h;
+  uint8_t scales_l[kQK_K / 64];
+  uint8_t qs[kQK_K / 2];
+};
+
 // Sizes are the on-disk ggml sizes (also in kernels/types.cpp; a test checks both agree).
 static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_1) == 20);
@@ -116,5 +143,8 @@ static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
+static_assert(sizeof(BlockMxfp4) == 17);
+static_assert(sizeof(BlockIq4Nl) == 18);
+static_assert(sizeof(BlockIq4Xs) == 136);
 
 }  // namespace runnel::ref

@@ -8,7 +8,8 @@
 //   dst       float[n] (dequantize) or the type's blocks (quantize).
 //   a         the activation row in the partner type (kernels.h vec_dot_type).
 // Quantizers round to nearest exactly like ggml's quantize_row_*_ref (no importance
-// weights), so a row quantized here is bit-identical to llama.cpp's. Nothing allocates.
+// weights; IQ4_NL / IQ4_XS: like llama-quantize, see lut4_quants.cpp), so a row quantized
+// here is bit-identical to llama.cpp's. Nothing allocates.
 #pragma once
 
 #include <cstdint>
@@ -66,5 +67,21 @@ void quantize_row_q6_k(const float* src, void* dst, int64_t n);
 float vec_dot_q6_k(int64_t n, const void* w, const void* a);  // a: Q8_K
 void dequantize_row_q8_k(const void* src, float* dst, int64_t n);
 void quantize_row_q8_k(const float* src, void* dst, int64_t n);  // activation format
+
+// ---- 4-bit codes into a 16-value table (lut4_quants.cpp; tables in lut4_values.h)
+void dequantize_row_mxfp4(const void* src, float* dst, int64_t n);
+void quantize_row_mxfp4(const float* src, void* dst, int64_t n);
+float vec_dot_mxfp4(int64_t n, const void* w, const void* a);  // a: Q8_0
+void dequantize_row_iq4_nl(const void* src, float* dst, int64_t n);
+void quantize_row_iq4_nl(const float* src, void* dst, int64_t n);
+float vec_dot_iq4_nl(int64_t n, const void* w, const void* a);  // a: Q8_0
+void dequantize_row_iq4_xs(const void* src, float* dst, int64_t n);
+void quantize_row_iq4_xs(const float* src, void* dst, int64_t n);
+float vec_dot_iq4_xs(int64_t n, const void* w, const void* a);  // a: Q8_K
+// The IQ4 quantizers with importance weights (importance[n], one per element, e.g. an
+// imatrix's column weights): ggml's quantize_iq4_nl / quantize_iq4_xs with quant_weights.
+// nullptr gives the plain quantizers above.
+void quantize_row_iq4_nl_weighted(const float* src, void* dst, int64_t n, const float* importance);
+void quantize_row_iq4_xs_weighted(const float* src, void* dst, int64_t n, const float* importance);
 
 }  // namespace runnel::ref

@@ -29,6 +29,12 @@ float vec_dot_q5_k(int64_t n, const void* w, const void* a);     // a: Q8_K
 float vec_dot_q6_k(int64_t n, const void* w, const void* a);     // a: Q8_K
 void quantize_row_q8_k(const float* src, void* dst, int64_t n);  // bit-exact with ref
 
+// ---- 4-bit lookup formats (simd128_lut4.cpp): codes looked up by i8x16.swizzle; integer
+// sums per (sub-)block exact, the float order differs from ref.
+float vec_dot_mxfp4(int64_t n, const void* w, const void* a);   // a: Q8_0
+float vec_dot_iq4_nl(int64_t n, const void* w, const void* a);  // a: Q8_0
+float vec_dot_iq4_xs(int64_t n, const void* w, const void* a);  // a: Q8_K
+
 // ---- float rows (simd128_float.cpp): products rounded to float like ref, summed in
 // 16 float lanes instead of ref's double lanes.
 float vec_dot_f32(int64_t n, const void* w, const void* a);   // a: F32

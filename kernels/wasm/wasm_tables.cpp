@@ -32,6 +32,9 @@ KernelTable build_simd128_table() {
   dot(G::Q4_K, simd128::vec_dot_q4_k);
   dot(G::Q5_K, simd128::vec_dot_q5_k);
   dot(G::Q6_K, simd128::vec_dot_q6_k);
+  dot(G::MXFP4, simd128::vec_dot_mxfp4);
+  dot(G::IQ4_NL, simd128::vec_dot_iq4_nl);
+  dot(G::IQ4_XS, simd128::vec_dot_iq4_xs);
   // Activation quantizers (Q8_0 is also a weight type; its quantizer is exact either way).
   quant(G::Q8_0, simd128::quantize_row_q8_0);
   quant(G::Q8_1, simd128::quantize_row_q8_1);

@@ -33,6 +33,11 @@ float vec_dot_q5_k(int64_t n, const void* w, const void* a);     // a: Q8_K
 float vec_dot_q6_k(int64_t n, const void* w, const void* a);     // a: Q8_K
 void quantize_row_q8_k(const float* src, void* dst, int64_t n);  // bit-exact with ref
 
+// ---- 4-bit lookup formats (avx2_lut4.cpp over lut4_dots_impl.h)
+float vec_dot_mxfp4(int64_t n, const void* w, const void* a);   // a: Q8_0
+float vec_dot_iq4_nl(int64_t n, const void* w, const void* a);  // a: Q8_0
+float vec_dot_iq4_xs(int64_t n, const void* w, const void* a);  // a: Q8_K
+
 // ---- batched products for prefill (avx2_gemm.cpp); contracts in kernels/kernels.h
 // (TypeKernels::gemm_pack_bytes / gemm_pack / gemm). Packing per activation format:
 size_t gemm_pack_bytes_q8_0(int64_t n);
@@ -41,8 +46,8 @@ size_t gemm_pack_bytes_q8_k(int64_t n);
 void gemm_pack_q8_0(int64_t n, const void* a, size_t a_stride, int nc, void* packed);
 void gemm_pack_q8_1(int64_t n, const void* a, size_t a_stride, int nc, void* packed);
 void gemm_pack_q8_k(int64_t n, const void* a, size_t a_stride, int nc, void* packed);
-// Weight rows against a packed group (Q4_0 / Q5_0 / Q8_0 take Q8_0 groups, Q4_1 / Q5_1
-// Q8_1, the k-quants Q8_K):
+// Weight rows against a packed group (Q4_0 / Q5_0 / Q8_0 / MXFP4 / IQ4_NL take Q8_0
+// groups, Q4_1 / Q5_1 Q8_1, the k-quants and IQ4_XS Q8_K):
 void gemm_q4_0(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
                float* out, size_t out_stride);
 void gemm_q4_1(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
@@ -63,6 +68,12 @@ void gemm_q5_k(int64_t n, const void* w, size_t w_stride, int nr, const void* pa
                float* out, size_t out_stride);
 void gemm_q6_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
                float* out, size_t out_stride);
+void gemm_mxfp4(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+                float* out, size_t out_stride);
+void gemm_iq4_nl(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+                 float* out, size_t out_stride);
+void gemm_iq4_xs(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+                 float* out, size_t out_stride);
 // F32 / F16 / BF16 weight rows against the f32 groups of float_gemm_pack.h (avx2_gemm_float.cpp):
 void gemm_f32(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
               float* out, size_t out_stride);

@@ -98,9 +98,10 @@ struct MaddubsSteps {
   static __m256i k4_min(uint8_t m) { return _mm256_set1_epi16(m); }
 
   // Q8_0: |w| against a with w's sign, pair sums <= 2 * 127 * 127: one step per madd.
-  static void q8_0_acts(const gemm::PackedQ8_0& p, __m256i* a) {
-    for (int k = 0; k < 8; ++k) a[k] = gemm::load_32(p.q[k]);
+  static void signed_acts(const int8_t (*q)[kGemmCols][4], __m256i* a) {
+    for (int k = 0; k < 8; ++k) a[k] = gemm::load_32(q[k]);
   }
+  static void q8_0_acts(const gemm::PackedQ8_0& p, __m256i* a) { signed_acts(p.q, a); }
   static __m256i dot32_q8_0(const int8_t* w, const __m256i* a) {
     alignas(32) int8_t qw[32];
     alignas(32) uint8_t qabs[32];

@@ -1,9 +1,9 @@
 // Declarations of the AVX-512 per-token dots (avx512_dots_legacy.cpp,
-// avx512_dots_kquants.cpp, avx512_dots_float.cpp, compiled with the AVX-512 flags). Same
-// signatures and contracts as the ref kernels (kernels/kernels.h TypeKernels::vec_dot):
-// sum_i w[i] * a[i], w a weight row in its type, a the row in its vec_dot_type. Call them
-// only after cpu_has_avx512() (kernels/x86/x86.h) said yes; vec_dot_bf16_dpbf16 also
-// needs cpu_has_avx512_bf16().
+// avx512_dots_kquants.cpp, avx512_dots_lut4.cpp, avx512_dots_float.cpp, compiled with the AVX-512
+// flags). Same signatures and contracts as the ref kernels (kernels/kernels.h
+// TypeKernels::vec_dot): sum_i w[i] * a[i], w a weight row in its type, a the row in its
+// vec_dot_type. Call them only after cpu_has_avx512() (kernels/x86/x86.h) said yes;
+// vec_dot_bf16_dpbf16 also needs cpu_has_avx512_bf16().
 #pragma once
 
 #include <cstdint>
@@ -31,6 +31,11 @@ float vec_dot_q3_k(int64_t n, const void* w, const void* a);
 float vec_dot_q4_k(int64_t n, const void* w, const void* a);
 float vec_dot_q5_k(int64_t n, const void* w, const void* a);
 float vec_dot_q6_k(int64_t n, const void* w, const void* a);
+
+// 4-bit lookup formats (MXFP4, IQ4_NL x Q8_0; IQ4_XS x Q8_K), avx512_dots_lut4.cpp.
+float vec_dot_mxfp4(int64_t n, const void* w, const void* a);
+float vec_dot_iq4_nl(int64_t n, const void* w, const void* a);
+float vec_dot_iq4_xs(int64_t n, const void* w, const void* a);
 
 // Float rows (x the same type): 512-bit FMA, masked tails. F32 and F16 measured slower
 // than the AVX2 dots on Zen 4 and are not in the avx512 table (kept and tested for CPUs

@@ -91,10 +91,11 @@ struct VnniSteps {
   static __m256i k4_min(int32_t m_pair) { return _mm256_set1_epi32(m_pair); }
 
   // Q8_0: a + 128 as unsigned bytes against w; the 128 * sum(w) this adds is subtracted.
-  static void q8_0_acts(const gemm::PackedQ8_0& p, __m256i* a) {
+  static void signed_acts(const int8_t (*q)[kGemmCols][4], __m256i* a) {
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-    for (int k = 0; k < 8; ++k) a[k] = _mm256_xor_si256(gemm::load_32(p.q[k]), flip);
+    for (int k = 0; k < 8; ++k) a[k] = _mm256_xor_si256(gemm::load_32(q[k]), flip);
   }
+  static void q8_0_acts(const gemm::PackedQ8_0& p, __m256i* a) { signed_acts(p.q, a); }
   static __m256i dot32_q8_0(const int8_t* w, const __m256i* a) {
     // 128 * sum(w), in every lane: per-lane partial sums, then a horizontal sum
     const __m256i part =

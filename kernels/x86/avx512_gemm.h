@@ -25,5 +25,11 @@ void gemm_q5_k(int64_t n, const void* w, size_t w_stride, int nr, const void* pa
                float* out, size_t out_stride);  // packed: Q8_K
 void gemm_q6_k(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
                float* out, size_t out_stride);  // packed: Q8_K
+void gemm_mxfp4(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+                float* out, size_t out_stride);  // packed: Q8_0
+void gemm_iq4_nl(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+                 float* out, size_t out_stride);  // packed: Q8_0
+void gemm_iq4_xs(int64_t n, const void* w, size_t w_stride, int nr, const void* packed, int nc,
+                 float* out, size_t out_stride);  // packed: Q8_K
 
 }  // namespace runnel::avx512

@@ -18,7 +18,8 @@
 // Q3_K's high bit and the 5th bit of Q5_0 / Q5_1 / Q5_K merged in) and the offset (-8 for
 // Q4_0, -16 for Q5_0, -4 for Q3_K, -32 for Q6_K, the mins of Q2_K / Q4_K / Q5_K) comes back
 // through per-token activation sums computed at packing (Q8_K: sums per 16 elements).
-// Q8_0 weights are signed: the Step has its own way with them.
+// Q8_0 weights are signed: the Step has its own way with them. MXFP4 and IQ4_NL weights are
+// looked up from their 4-bit codes into signed bytes and go the Q8_0 way.
 //
 // Integer sums per block are exact (bounds at each use and in the Steps); only the float
 // accumulation order differs from ref, as in vec_dot, so results agree within its bounds.
@@ -46,9 +47,11 @@
 //                      a Q4_K / Q5_K super-block's 8 scales sc[j] and mins m[j] (of the types
 //                      K4Scale, K4Min) as the steps read them fastest; k4_min: min m_j as the
 //                      int16 pair (m, m) in every lane
-//   q8_0_acts(p, a), dot32_q8_0(w, a)
-//                      Q8_0: the activation vectors of packed block p as dot32_q8_0 takes
-//                      them, and the int32 lanes of signed weights w against them
+//   q8_0_acts(p, a), signed_acts(q, a), dot32_q8_0(w, a)
+//                      Q8_0: the activation vectors of packed block p (or of the 8 k-steps
+//                      at q, IQ4_XS's sub-blocks in a Q8_K block) as dot32_q8_0 takes them,
+//                      and the int32 lanes of signed weights w (|w| <= 127, or Q8_0's
+//                      -128) against them
 #pragma once
 
 #include <immintrin.h>
@@ -63,6 +66,7 @@
 #include "kernels/ref/k_quants_common.h"
 #include "kernels/x86/avx2_common.h"
 #include "kernels/x86/gemm_packed.h"
+#include "kernels/x86/lut4_dots_impl.h"
 #include "kernels/x86/x8_steps.h"
 
 namespace runnel::gemm {
@@ -190,6 +194,67 @@ void q8_0_rows(int64_t n, const void* w, size_t w_stride, const void* packed, in
     const __m256 da = _mm256_loadu_ps(p[b].d);
     for (int r = 0; r < NR; ++r)
       acc[r] = add_block(acc[r], da, x[r][b], Step::dot32_q8_0(x[r][b].qs, a));
+  }
+  store_tile(acc, NR, nc, out, out_stride);
+}
+
+// MXFP4 and IQ4_NL (Block) over Step's q8_0_acts / dot32_q8_0: each row's block is looked
+// up into 32 signed weights once (lut4::decode32, |w| <= 127) and then dotted as Q8_0
+// weights; the scale is the block's own (E8M0's half or f16), times the token's d.
+template <class Step, typename Block, int NR>
+void lut4_rows(int64_t n, const void* w, size_t w_stride, const void* packed, int nc, float* out,
+               size_t out_stride) {
+  const auto* p = static_cast<const PackedQ8_0*>(packed);
+  const WeightRows<Block, NR> x(w, w_stride);
+  const __m256i table = lut4::table_of(x[0]);
+  __m256 acc[NR];
+  for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_ps();
+  alignas(32) int8_t q[NR][32];
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    __m256i a[8];
+    Step::q8_0_acts(p[b], a);
+    const __m256 da = _mm256_loadu_ps(p[b].d);
+    for (int r = 0; r < NR; ++r) {
+      _mm256_store_si256(reinterpret_cast<__m256i*>(q[r]), lut4::decode32(table, x[r][b].qs));
+    }
+    for (int r = 0; r < NR; ++r) {
+      const __m256 d = _mm256_mul_ps(da, _mm256_set1_ps(lut4::scale_of(x[r][b])));
+      acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(Step::dot32_q8_0(q[r], a)), acc[r]);
+    }
+  }
+  store_tile(acc, NR, nc, out, out_stride);
+}
+
+// IQ4_XS (Block = ref::BlockIq4Xs) over Step's signed_acts / dot32_q8_0: per sub-block of
+// 32, each row's codes looked up into signed bytes and dotted as Q8_0 weights against the
+// packed quants, times the sub-block's 6-bit scale (minus 32) in integers (|lane| <=
+// 8 * 32 * 32 * 127 * 127 < 2^28); one float scale per super-block.
+template <class Step, typename Block, int NR>
+void iq4_xs_rows(int64_t n, const void* w, size_t w_stride, const void* packed, int nc, float* out,
+                 size_t out_stride) {
+  const auto* p = static_cast<const PackedQ8_K*>(packed);
+  const WeightRows<Block, NR> x(w, w_stride);
+  const __m256i table = lut4::table_of(x[0]);
+  __m256 acc[NR];
+  for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_ps();
+  alignas(32) int8_t q[NR][32];
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    __m256i isum[NR];
+    for (int r = 0; r < NR; ++r) isum[r] = _mm256_setzero_si256();
+    for (int s = 0; s < kQK_K / 32; ++s) {
+      __m256i a[8];
+      Step::signed_acts(p[b].q + 8 * s, a);
+      for (int r = 0; r < NR; ++r) {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(q[r]),
+                           lut4::decode32(table, x[r][b].qs + 16 * s));
+      }
+      for (int r = 0; r < NR; ++r) {
+        const __m256i scale = _mm256_set1_epi32(ref::iq4_xs_scale(x[r][b], s));
+        isum[r] = _mm256_add_epi32(isum[r], _mm256_mullo_epi32(Step::dot32_q8_0(q[r], a), scale));
+      }
+    }
+    const __m256 da = _mm256_loadu_ps(p[b].d);
+    for (int r = 0; r < NR; ++r) acc[r] = add_block(acc[r], da, x[r][b], isum[r]);
   }
   store_tile(acc, NR, nc, out, out_stride);
 }
@@ -428,12 +493,15 @@ inline void run_passes(const RowsFn (&by_rows)[kGemmRows], int64_t n, const void
     gemm::run_passes<kMax>(kByRows, n, w, w_stride, nr, packed, nc, out, out_stride);             \
   }
 // The tiles both x86 tables have (Q2_K and Q3_K: AVX2's only, see avx2_gemm.cpp).
-#define RUNNEL_GEMM_DEFINE_TILES(Step)                             \
-  RUNNEL_GEMM_DEFINE_TILE(q4_0, legacy_rows, ref::BlockQ4_0, Step) \
-  RUNNEL_GEMM_DEFINE_TILE(q4_1, legacy_rows, ref::BlockQ4_1, Step) \
-  RUNNEL_GEMM_DEFINE_TILE(q5_0, legacy_rows, ref::BlockQ5_0, Step) \
-  RUNNEL_GEMM_DEFINE_TILE(q5_1, legacy_rows, ref::BlockQ5_1, Step) \
-  RUNNEL_GEMM_DEFINE_TILE(q8_0, q8_0_rows, ref::BlockQ8_0, Step)   \
-  RUNNEL_GEMM_DEFINE_TILE(q4_k, k4_rows, ref::BlockQ4_K, Step)     \
-  RUNNEL_GEMM_DEFINE_TILE(q5_k, k4_rows, ref::BlockQ5_K, Step)     \
-  RUNNEL_GEMM_DEFINE_TILE(q6_k, q6_k_rows, ref::BlockQ6_K, Step)
+#define RUNNEL_GEMM_DEFINE_TILES(Step)                              \
+  RUNNEL_GEMM_DEFINE_TILE(q4_0, legacy_rows, ref::BlockQ4_0, Step)  \
+  RUNNEL_GEMM_DEFINE_TILE(q4_1, legacy_rows, ref::BlockQ4_1, Step)  \
+  RUNNEL_GEMM_DEFINE_TILE(q5_0, legacy_rows, ref::BlockQ5_0, Step)  \
+  RUNNEL_GEMM_DEFINE_TILE(q5_1, legacy_rows, ref::BlockQ5_1, Step)  \
+  RUNNEL_GEMM_DEFINE_TILE(q8_0, q8_0_rows, ref::BlockQ8_0, Step)    \
+  RUNNEL_GEMM_DEFINE_TILE(q4_k, k4_rows, ref::BlockQ4_K, Step)      \
+  RUNNEL_GEMM_DEFINE_TILE(q5_k, k4_rows, ref::BlockQ5_K, Step)      \
+  RUNNEL_GEMM_DEFINE_TILE(q6_k, q6_k_rows, ref::BlockQ6_K, Step)    \
+  RUNNEL_GEMM_DEFINE_TILE(mxfp4, lut4_rows, ref::BlockMxfp4, Step)  \
+  RUNNEL_GEMM_DEFINE_TILE(iq4_nl, lut4_rows, ref::BlockIq4Nl, Step) \
+  RUNNEL_GEMM_DEFINE_TILE(iq4_xs, iq4_xs_rows, ref::BlockIq4Xs, Step)

@@ -36,6 +36,9 @@ KernelTable build_avx2_table() {
   dot(G::Q4_K, avx2::vec_dot_q4_k);
   dot(G::Q5_K, avx2::vec_dot_q5_k);
   dot(G::Q6_K, avx2::vec_dot_q6_k);
+  dot(G::MXFP4, avx2::vec_dot_mxfp4);
+  dot(G::IQ4_NL, avx2::vec_dot_iq4_nl);
+  dot(G::IQ4_XS, avx2::vec_dot_iq4_xs);
   // Activation quantizers (Q8_0 is also a weight type; its quantizer is exact either way).
   quant(G::Q8_0, avx2::quantize_row_q8_0);
   quant(G::Q8_1, avx2::quantize_row_q8_1);
@@ -61,6 +64,9 @@ KernelTable build_avx2_table() {
   gemm(G::Q4_K, avx2::gemm_q4_k);
   gemm(G::Q5_K, avx2::gemm_q5_k);
   gemm(G::Q6_K, avx2::gemm_q6_k);
+  gemm(G::MXFP4, avx2::gemm_mxfp4);
+  gemm(G::IQ4_NL, avx2::gemm_iq4_nl);
+  gemm(G::IQ4_XS, avx2::gemm_iq4_xs);
   // Float weights: the activation rows (F32, F16, BF16) widen to f32 groups at packing.
   pack(G::F32, gemm_pack_bytes_float, gemm_pack_f32);
   pack(G::F16, gemm_pack_bytes_float, gemm_pack_f16);
@@ -163,6 +169,9 @@ KernelTable build_avx512_table(const KernelTable& avx2_table) {
   dot(G::Q4_K, avx512::vec_dot_q4_k);
   dot(G::Q5_K, avx512::vec_dot_q5_k);
   dot(G::Q6_K, avx512::vec_dot_q6_k);
+  dot(G::MXFP4, avx512::vec_dot_mxfp4);
+  dot(G::IQ4_NL, avx512::vec_dot_iq4_nl);
+  dot(G::IQ4_XS, avx512::vec_dot_iq4_xs);
   gemm(G::Q4_0, avx512::gemm_q4_0);
   gemm(G::Q4_1, avx512::gemm_q4_1);
   gemm(G::Q5_0, avx512::gemm_q5_0);
@@ -171,6 +180,9 @@ KernelTable build_avx512_table(const KernelTable& avx2_table) {
   gemm(G::Q4_K, avx512::gemm_q4_k);
   gemm(G::Q5_K, avx512::gemm_q5_k);
   gemm(G::Q6_K, avx512::gemm_q6_k);
+  gemm(G::MXFP4, avx512::gemm_mxfp4);
+  gemm(G::IQ4_NL, avx512::gemm_iq4_nl);
+  gemm(G::IQ4_XS, avx512::gemm_iq4_xs);
   // The inherited f32 tile for BF16 weights is slower than the vdpbf16ps dot per token,
   // so prompts keep the dot.
   if (cpu_has_avx512_bf16()) gemm(G::BF16, nullptr);

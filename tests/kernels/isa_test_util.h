@@ -25,8 +25,9 @@ inline constexpr int64_t kBlockLengths[] = {32, 96, 224, 4096};
 
 // Every weight type with a quantized dot.
 inline constexpr GgmlType kQuantWeightTypes[] = {
-    GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
-    GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+    GgmlType::Q4_0,  GgmlType::Q4_1,   GgmlType::Q5_0,  GgmlType::Q5_1, GgmlType::Q8_0,
+    GgmlType::Q2_K,  GgmlType::Q3_K,   GgmlType::Q4_K,  GgmlType::Q5_K, GgmlType::Q6_K,
+    GgmlType::MXFP4, GgmlType::IQ4_NL, GgmlType::IQ4_XS};
 
 // ---------------------------------------------------------------- float rows
 
@@ -110,6 +111,11 @@ inline uint16_t pick_scale(Rng& rng) {
   return kScaleBits[rng.next() % (sizeof kScaleBits / sizeof kScaleBits[0])];
 }
 
+// Adversarial MXFP4 exponents (E8M0, scale 2^(e - 127)): the two float-subnormal half
+// scales, the smallest normal one, ordinary ones, and large ones that keep a 4096-element
+// dot against f16-max activations finite.
+inline constexpr uint8_t kE8m0Bits[] = {0, 1, 2, 64, 120, 127, 128, 200};
+
 inline void put_u16(uint8_t* p, uint16_t v) {
   std::memcpy(p, &v, sizeof v);
 }
@@ -147,7 +153,10 @@ inline std::vector<uint8_t> raw_weight_row(GgmlType type, int64_t n, Rng& rng, B
         put_u16(block + offsetof(ref::BlockQ2_K, d), pick_scale(rng));
         put_u16(block + offsetof(ref::BlockQ2_K, dmin), pick_scale(rng));
         break;
-      default:  // Q4_0, Q5_0, Q8_0: d first
+      case GgmlType::MXFP4:  // one exponent byte
+        block[0] = kE8m0Bits[rng.next() % (sizeof kE8m0Bits / sizeof kE8m0Bits[0])];
+        break;
+      default:  // Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS: d first
         put_u16(block, pick_scale(rng));
         break;
     }

@@ -25,6 +25,29 @@ TEST_CASE("Block structs have the sizes kernels/types.h declares", "[kernels]") 
   CHECK(sizeof(BlockQ5_K) == traits(GgmlType::Q5_K).type_size);
   CHECK(sizeof(BlockQ6_K) == traits(GgmlType::Q6_K).type_size);
   CHECK(sizeof(BlockQ8_K) == traits(GgmlType::Q8_K).type_size);
+  CHECK(sizeof(BlockMxfp4) == traits(GgmlType::MXFP4).type_size);
+  CHECK(sizeof(BlockIq4Nl) == traits(GgmlType::IQ4_NL).type_size);
+  CHECK(sizeof(BlockIq4Xs) == traits(GgmlType::IQ4_XS).type_size);
+}
+
+TEST_CASE("The lookup types have ggml's ids, names and geometry", "[kernels]") {
+  // ids are what GGUF files store (ggml.h: GGML_TYPE_IQ4_NL = 20, IQ4_XS = 23, MXFP4 = 39)
+  CHECK(static_cast<uint32_t>(GgmlType::IQ4_NL) == 20);
+  CHECK(static_cast<uint32_t>(GgmlType::IQ4_XS) == 23);
+  CHECK(static_cast<uint32_t>(GgmlType::MXFP4) == 39);
+  CHECK(traits(GgmlType::IQ4_NL).name == "IQ4_NL");
+  CHECK(traits(GgmlType::IQ4_XS).name == "IQ4_XS");
+  CHECK(traits(GgmlType::MXFP4).name == "MXFP4");
+  CHECK(traits(GgmlType::IQ4_NL).block_size == 32);
+  CHECK(traits(GgmlType::IQ4_XS).block_size == 256);
+  CHECK(traits(GgmlType::MXFP4).block_size == 32);
+  // 4.5, 4.25 and 4.25 bits per weight
+  CHECK(row_bytes(GgmlType::IQ4_NL, 4096) == 4096 * 9 / 16);
+  CHECK(row_bytes(GgmlType::IQ4_XS, 4096) == 4096 * 17 / 32);
+  CHECK(row_bytes(GgmlType::MXFP4, 4096) == 4096 * 17 / 32);
+  CHECK(ref_kernels().of(GgmlType::MXFP4).vec_dot_type == GgmlType::Q8_0);
+  CHECK(ref_kernels().of(GgmlType::IQ4_NL).vec_dot_type == GgmlType::Q8_0);
+  CHECK(ref_kernels().of(GgmlType::IQ4_XS).vec_dot_type == GgmlType::Q8_K);
 }
 
 TEST_CASE("The reference table covers every type runnel knows", "[kernels]") {
@@ -45,7 +68,7 @@ TEST_CASE("The reference table covers every type runnel knows", "[kernels]") {
     CHECK((k.vec_dot == nullptr) == activation_only);
     CHECK(ref_kernels().of(k.vec_dot_type).supported);
   }
-  CHECK(supported == 15);
+  CHECK(supported == 18);
   CHECK(ref_kernels().isa == "ref");
 }
 

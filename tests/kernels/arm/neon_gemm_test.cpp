@@ -1,4 +1,4 @@
-// The NEON batched products (gemm_pack on Q8_0 / Q8_1 / Q8_K, gemm on the 10 quantized
+// The NEON batched products (gemm_pack on Q8_0 / Q8_1 / Q8_K, gemm on the 13 quantized
 // weight types) against ref's vec_dot, for the baseline table and, where the CPU has
 // the dot-product extension, the dotprod table (both share the packing). Every tile
 // shape nr x nc in 1..8 x 1..8, with padded row strides and an odd output stride.
@@ -14,13 +14,14 @@
 #include <string>
 #include <vector>
 
-#include "core/model/matmul.h"
 #include "core/host/parallel.h"
+#include "core/model/matmul.h"
 #include "kernels/arm/arm.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/blocks.h"
 #include "tests/kernels/float_gemm_test_util.h"
 #include "tests/kernels/isa_test_util.h"
+#include "tests/kernels/lut4_test_util.h"
 #include "tests/kernels/test_util.h"
 
 namespace runnel {
@@ -303,6 +304,20 @@ TEST_CASE("NEON gemm: hand-checked extreme tiles", "[neon]") {
       table->of(GgmlType::Q6_K).gemm(256, &w, sizeof w, 1, packed.data(), 1, &out, 1);
       CHECK(out == 256.0f * 31.0f * 127.0f);
     }
+    // MXFP4, IQ4_NL, IQ4_XS (lut4_test_util.h): the activation row as token 1 of 2 (token
+    // 0 all zero), exact sums
+    for (const test::Lut4Case& c : test::lut4_hand_cases()) {
+      INFO(c.what);
+      const TypeKernels& ak = table->of(table->of(c.type).vec_dot_type);
+      std::vector<uint8_t> acts(2 * c.a.size(), 0);
+      std::memcpy(acts.data() + c.a.size(), c.a.data(), c.a.size());
+      std::vector<uint8_t> packed(ak.gemm_pack_bytes(c.n));
+      ak.gemm_pack(c.n, acts.data(), c.a.size(), 2, packed.data());
+      float out[2] = {-7.0f, -7.0f};
+      table->of(c.type).gemm(c.n, c.w.data(), c.w.size(), 1, packed.data(), 2, out, 1);
+      CHECK(out[0] == 0.0f);
+      CHECK(out[1] == c.expected);
+    }
   }
 }
 
@@ -322,8 +337,8 @@ TEST_CASE("matmul runs a prompt batch through the NEON gemm on aarch64", "[neon]
   REQUIRE(select_kernels("neon"));
   const KernelTable& table = kernels();
   InlineParallel par;
-  for (GgmlType wt :
-       {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType wt : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K,
+                      GgmlType::Q6_K, GgmlType::MXFP4, GgmlType::IQ4_XS}) {
     const int64_t n_in = 512, n_out = 13;  // row runs of 8 + 5
     INFO("type " << traits(wt).name);
     Rng rng(99 + static_cast<uint64_t>(wt));

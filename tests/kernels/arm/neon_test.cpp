@@ -3,9 +3,10 @@
 // the dotprod table (skipped with a warning elsewhere). Run under qemu-aarch64 by the
 // `neon` stage of scripts/test.sh. Bounds:
 //  - Quantizers (Q8_0, Q8_1, Q8_K): bit-exact with ref on random and adversarial rows.
-//  - Quantized dots: |neon - ref| <= 1e-5 * S + 1e-30, S = sum_i |w_i a_i| over the
-//    decoded rows plus, for Q4_1 / Q5_1, sum_b |m_b s_b| (the min terms). Both sides do
-//    exact integer sums per block; only the float accumulation order differs.
+//  - Quantized dots (test::kQuantWeightTypes: the legacy blocks, k-quants, MXFP4, IQ4_NL,
+//    IQ4_XS): |neon - ref| <= 1e-5 * S + 1e-30, S = sum_i |w_i a_i| over the decoded rows
+//    plus, for Q4_1 / Q5_1, sum_b |m_b s_b| (the min terms). Both sides do exact integer
+//    sums per block; only the float accumulation order differs.
 //  - Float dots (F32, F16, BF16): |neon - ref| <= (n / 32 + 16) * 2^-24 * S + 1e-30:
 //    32 float FMA chains of n / 32 + 3 steps, a 5-level reduction and up to 7 tail adds,
 //    against ref's double sum rounded once. The f16 widening is exact (every finite half).
@@ -29,6 +30,7 @@
 #include "kernels/ops.h"
 #include "kernels/ref/blocks.h"
 #include "tests/kernels/isa_test_util.h"
+#include "tests/kernels/lut4_test_util.h"
 #include "tests/kernels/test_util.h"
 
 namespace runnel {
@@ -189,6 +191,11 @@ TEST_CASE("NEON dots: hand-checked extreme blocks", "[neon]") {
       for (auto& q : a.qs) q = -127;
       for (auto& s : a.bsums) s = 16 * -127;
       CHECK(neon->of(GgmlType::Q6_K).vec_dot(256, &w, &a) == 256.0f * 31.0f * 127.0f);
+    }
+    // MXFP4, IQ4_NL, IQ4_XS: every code, -127 x 127, subnormal and negative scales
+    for (const test::Lut4Case& c : test::lut4_hand_cases()) {
+      INFO(c.what);
+      CHECK(neon->of(c.type).vec_dot(c.n, c.w.data(), c.a.data()) == c.expected);
     }
   }
 }
@@ -384,14 +391,14 @@ TEST_CASE("The NEON tables are the ref table with the NEON entries swapped in", 
   const KernelTable* baseline = neon_baseline_kernels();
   REQUIRE(baseline != nullptr);
   CHECK(baseline->isa == "neon");
-  // 13 dots + 3 quantizers + 13 gemm (10 quantized, 3 float) + 6 x (gemm_pack,
+  // 16 dots + 3 quantizers + 16 gemm (13 quantized, 3 float) + 6 x (gemm_pack,
   // gemm_pack_bytes)
-  CHECK(replaced_entries(*baseline, ref_kernels()) == 41);
+  CHECK(replaced_entries(*baseline, ref_kernels()) == 47);
   const KernelTable* dotprod = neon_dotprod_kernels();
   CHECK((dotprod != nullptr) == cpu_has_dotprod());
   if (dotprod != nullptr) {
     CHECK(dotprod->isa == "neon");
-    CHECK(replaced_entries(*dotprod, *baseline) == 20);  // the integer dots and the gemm
+    CHECK(replaced_entries(*dotprod, *baseline) == 26);  // the integer dots and the gemm
     CHECK(neon_kernels() == dotprod);
   } else {
     CHECK(neon_kernels() == baseline);

@@ -289,6 +289,85 @@ TEST_CASE("Q8_K block: float d * q", "[kernels]") {
   for (int e = 0; e < 256; ++e) CHECK(y[e] == 0.125f * static_cast<float>((3 * e) % 255 - 127));
 }
 
+// The lookup types: code bytes qs[j] = j | ((5j + 3) % 16) << 4, so elements 0-15 take codes
+// 0 .. 15 in order and elements 16-31 codes 3 8 13 2 7 12 1 6 11 0 5 10 15 4 9 14.
+void scrambled_codes(uint8_t* qs) {
+  for (int j = 0; j < 16; ++j) qs[j] = static_cast<uint8_t>(j | ((5 * j + 3) % 16) << 4);
+}
+
+TEST_CASE("IQ4_NL block: d times the non-linear table value of each code", "[kernels]") {
+  BlockIq4Nl b{};
+  b.d = kHalf0_5;
+  scrambled_codes(b.qs);
+  // 0.5 * {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
+  const float expect[32] = {-63.5f, -52.0f, -41.5f, -32.5f, -24.5f, -17.5f, -11.0f, -5.0f,
+                            0.5f,   6.5f,   12.5f,  19.0f,  26.5f,  34.5f,  44.5f,  56.5f,
+                            -32.5f, 0.5f,   34.5f,  -41.5f, -5.0f,  26.5f,  -52.0f, -11.0f,
+                            19.0f,  -63.5f, -17.5f, 12.5f,  56.5f,  -24.5f, 6.5f,   44.5f};
+  const auto y = decode(GgmlType::IQ4_NL, &b, 32);
+  for (int i = 0; i < 32; ++i) {
+    INFO("element " << i);
+    CHECK(y[i] == expect[i]);
+  }
+}
+
+TEST_CASE("MXFP4 block: fp4 (E2M1) codes times the E8M0 scale 2^(e - 127)", "[kernels]") {
+  BlockMxfp4 b{};
+  b.e = 125;  // 2^-2
+  scrambled_codes(b.qs);
+  // E2M1: sign bit 3, then 0, 0.5, 1, 1.5, 2, 3, 4, 6; times 0.25
+  const float expect[32] = {0.0f,    0.125f,  0.25f,  0.375f,  0.5f,  0.75f,  1.0f,    1.5f,
+                            -0.0f,   -0.125f, -0.25f, -0.375f, -0.5f, -0.75f, -1.0f,   -1.5f,
+                            0.375f,  -0.0f,   -0.75f, 0.25f,   1.5f,  -0.5f,  0.125f,  1.0f,
+                            -0.375f, 0.0f,    0.75f,  -0.25f,  -1.5f, 0.5f,   -0.125f, -1.0f};
+  const auto y = decode(GgmlType::MXFP4, &b, 32);
+  for (int i = 0; i < 32; ++i) {
+    INFO("element " << i);
+    CHECK(y[i] == expect[i]);
+  }
+  // The scale's extremes: e = 0 is 2^-127 (0.5 of it a float subnormal), e = 254 is 2^127.
+  b.e = 0;
+  std::memset(b.qs, 0x71, sizeof b.qs);  // codes 1 (0.5) and 7 (6)
+  auto z = decode(GgmlType::MXFP4, &b, 32);
+  CHECK(z[0] == 0x1p-128f);
+  CHECK(z[16] == 6.0f * 0x1p-127f);
+  b.e = 254;
+  std::memset(b.qs, 0x31, sizeof b.qs);  // codes 1 (0.5) and 3 (1.5; from 2 up the value overflows)
+  z = decode(GgmlType::MXFP4, &b, 32);
+  CHECK(z[0] == 0x1p126f);
+  CHECK(z[31] == 0x1.8p127f);
+}
+
+TEST_CASE("IQ4_XS super-block: 6-bit signed sub-block scales on the IQ4_NL grid", "[kernels]") {
+  BlockIq4Xs b{};
+  b.d = kHalf0_25;
+  // sub-block s: scale field ls = 6-bit; value ls - 32. Low 4 bits in nibble s % 2 of
+  // scales_l[s / 2], high 2 bits at bits 2s of scales_h.
+  const int ls[8] = {0, 63, 31, 32, 33, 47, 16, 39};  // -32, 31, -1, 0, 1, 15, -16, 7
+  for (int s = 0; s < 8; ++s) {
+    b.scales_l[s / 2] = static_cast<uint8_t>(b.scales_l[s / 2] | (ls[s] & 15) << (4 * (s % 2)));
+    b.scales_h = static_cast<uint16_t>(b.scales_h | (ls[s] >> 4) << (2 * s));
+  }
+  CHECK(b.scales_l[0] == 0xF0);
+  CHECK(b.scales_h == 0x9A9C);  // high bits 0 3 1 2 2 2 1 2, sub-block 0 lowest
+  // every sub-block: code 15 (113) then 0 (-127), and the rest 8 (1)
+  for (int s = 0; s < 8; ++s) {
+    std::memset(b.qs + 16 * s, 0x88, 16);
+    b.qs[16 * s] = 0x8F;
+    b.qs[16 * s + 1] = 0x80;
+  }
+  const auto y = decode(GgmlType::IQ4_XS, &b, 256);
+  const float scale[8] = {-8.0f, 7.75f, -0.25f, 0.0f, 0.25f, 3.75f, -4.0f, 1.75f};  // d (ls - 32)
+  for (int s = 0; s < 8; ++s) {
+    INFO("sub-block " << s);
+    CHECK(y[32 * s] == scale[s] * 113.0f);
+    CHECK(y[32 * s + 1] == scale[s] * -127.0f);
+    for (int i = 2; i < 32; ++i) CHECK(y[32 * s + i] == scale[s]);
+  }
+  CHECK(y[0] == -904.0f);
+  CHECK(y[33] == -984.25f);
+}
+
 TEST_CASE("Multi-block rows decode block after block", "[kernels]") {
   BlockQ8_0 b[3]{};
   for (int k = 0; k < 3; ++k) {

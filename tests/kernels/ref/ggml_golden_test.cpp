@@ -6,12 +6,19 @@
 // plain C library; golden_row only uses integer ops and exact float ops, so the rows are
 // the same on every platform (native and wasm). A changed hash means a quantizer or a dot
 // product no longer matches llama.cpp bit for bit.
+// MXFP4, IQ4_NL and IQ4_XS were recorded the same way from the llama.cpp source that
+// tests/parity's node-llama-cpp bundles (llama/gitRelease.bundle; ggml-quants.c and
+// ggml-cpu/quants.c built as plain C): quantize_row_mxfp4_ref, and for IQ4_NL / IQ4_XS
+// llama-quantize's quantize_iq4_nl / quantize_iq4_xs (without, and in the second test
+// with, importance weights); their dots from ggml_vec_dot_mxfp4_q8_0_generic,
+// ggml_vec_dot_iq4_nl_q8_0_generic and ggml_vec_dot_iq4_xs_q8_K_generic.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "kernels/ref/ref.h"
 #include "tests/kernels/test_util.h"
 
 namespace runnel {
@@ -61,6 +68,9 @@ constexpr Golden kGolden[] = {
     {GgmlType::Q5_K, 0x1b34c3f38c741a61ull, 0x314ea81b3237e73dull},
     {GgmlType::Q6_K, 0xb5a1155c4ca5f4d6ull, 0xba3ce02c42839298ull},
     {GgmlType::Q8_K, 0x10d34e7b68d7b43full, 0},
+    {GgmlType::MXFP4, 0xa7fe0635a32e9e85ull, 0xd10f45058ffd748cull},
+    {GgmlType::IQ4_NL, 0xa502e73a05702d98ull, 0x97f690fe735acae2ull},
+    {GgmlType::IQ4_XS, 0x6d620b267458f62bull, 0x67ac6d794e88de32ull},
 };
 
 TEST_CASE("Quantizers and dot products match ggml's bit for bit", "[kernels]") {
@@ -87,6 +97,38 @@ TEST_CASE("Quantizers and dot products match ggml's bit for bit", "[kernels]") {
     }
     CHECK(quant_hash == g.quant_hash);
     if (g.dot_hash != 0) CHECK(dot_hash == g.dot_hash);
+  }
+}
+
+// Importance weights for golden row r: positive and uneven, like an imatrix's mean squared
+// activations (b^2 + 1/8 for bell values b; exact float ops only).
+std::vector<float> golden_importance(int r, int64_t n) {
+  Rng rng(0x1A7A0000u + static_cast<uint64_t>(r));
+  std::vector<float> w(static_cast<size_t>(n));
+  for (auto& v : w) {
+    const float b = rng.bell();
+    v = b * b + 0.125f;
+  }
+  return w;
+}
+
+TEST_CASE("IQ4 quantizers with importance weights match ggml's bit for bit", "[kernels]") {
+  constexpr int64_t kN = 1024;
+  const struct {
+    GgmlType type;
+    void (*quantize)(const float*, void*, int64_t, const float*);
+    uint64_t hash;
+  } cases[] = {{GgmlType::IQ4_NL, ref::quantize_row_iq4_nl_weighted, 0xd969d5c3dc17e6d5ull},
+               {GgmlType::IQ4_XS, ref::quantize_row_iq4_xs_weighted, 0xf15459680764a5e6ull}};
+  for (const auto& c : cases) {
+    INFO("type " << traits(c.type).name);
+    std::vector<uint8_t> w(row_bytes(c.type, kN));
+    uint64_t hash = 0xcbf29ce484222325ull;
+    for (int r = 0; r < 8; ++r) {
+      c.quantize(golden_row(r, kN).data(), w.data(), kN, golden_importance(r, kN).data());
+      hash = fnv1a(w.data(), w.size(), hash);
+    }
+    CHECK(hash == c.hash);
   }
 }
 

@@ -3,17 +3,21 @@
 // by hand in the comments (ggml's rules: Q8 rounds half away from zero, Q4/Q5 round
 // half up via truncation of x/d + offset + 0.5, k-quants round half to even).
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "kernels/fp16.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/blocks.h"
+#include "kernels/ref/ref.h"
+#include "tests/kernels/test_util.h"
 
 namespace runnel {
 namespace {
 
 using namespace runnel::ref;
+using test::Rng;
 
 template <typename Block>
 Block quantize_one(GgmlType type, const std::vector<float>& x) {
@@ -279,6 +283,158 @@ TEST_CASE("Q4_K and Q5_K quantizers: integers with both ends in every group", "[
     std::vector<float> y(256);
     ref_kernels().of(GgmlType::Q5_K).dequantize_row(&b, y.data(), 256);
     for (int e = 0; e < 256; ++e) CHECK(y[e] == x[e] * (4095.0f / 4096.0f));
+  }
+}
+
+// ---- 4-bit lookup types. Grid values as the formats define them (ggml-common.h).
+constexpr float kIq4Grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                1,    13,   25,  38,  53,  69,  89,  113};
+
+// Codes of a 32-element block: element j < 16 takes code j, element 16 + j code
+// (5j + 3) % 16 (every code in both halves, scrambled); returns the code of element i.
+int scrambled_code(int i) {
+  return i < 16 ? i : (5 * (i - 16) + 3) % 16;
+}
+
+TEST_CASE("MXFP4 quantizer: e from floor(log2 amax), nearest fp4 value, first one on ties",
+          "[kernels]") {
+  SECTION("amax 6: e = 2 - 2 + 127, half scale 0.5, so x = 0.5 * table value") {
+    std::vector<float> x(32, 0.0f);
+    const float in[10] = {6.0f, -5.5f, 2.5f, 5.0f, -0.25f, 1.3f, 1.2f, -0.0f, -3.0f, 0.75f};
+    // -5.5: -6 (code 15); 2.5: 2 and 3 tie, 2 (code 4) comes first; 5.0: 4 (code 6) before 6;
+    // -0.25: 0 (code 0) before -0.5 (code 9); 1.3: 1.5 (code 3); 1.2: 1 (code 2); -0: 0;
+    // -3: code 13; 0.75: 0.5 and 1 tie, code 1
+    const int code[10] = {7, 15, 4, 6, 0, 3, 2, 0, 13, 1};
+    const int at[10] = {0, 1, 2, 3, 4, 5, 6, 7, 16, 31};
+    int q[32] = {};
+    for (int k = 0; k < 10; ++k) {
+      x[at[k]] = in[k];
+      q[at[k]] = code[k];
+    }
+    const auto b = quantize_one<BlockMxfp4>(GgmlType::MXFP4, x);
+    CHECK(b.e == 127);
+    expect_nibbles(b.qs, q);
+  }
+  SECTION("amax just below a power of two keeps the lower exponent; 8 moves up one") {
+    std::vector<float> x(64, 0.0f);
+    x[3] = -7.99f;  // floor(log2 7.99) = 2: e = 127, decodes to -6 (code 15)
+    x[40] = 8.0f;   // log2 8 = 3: e = 128, half scale 1: 8 is code 6
+    x[41] = 11.0f;  // 12 (code 7)
+    struct TwoBlocks {
+      BlockMxfp4 b[2];
+    };
+    const auto two = quantize_one<TwoBlocks>(GgmlType::MXFP4, x);
+    CHECK(two.b[0].e == 127);
+    CHECK(two.b[1].e == 128);
+    CHECK(two.b[0].qs[3] == 0x0F);
+    CHECK(two.b[1].qs[8] == 0x06);
+    CHECK(two.b[1].qs[9] == 0x07);
+  }
+  SECTION("all-zero and tiny blocks take e = 0") {
+    const auto z = quantize_one<BlockMxfp4>(GgmlType::MXFP4, std::vector<float>(32, 0.0f));
+    CHECK(z.e == 0);
+    for (int j = 0; j < 16; ++j) CHECK(z.qs[j] == 0);
+    // amax 2^-127: floor(log2) - 2 + 127 = -2 clamps to 0 (half scale 2^-128); 2^-130 is
+    // nearer 0 than 2^-128, and -2^-127 is exactly code 10 (-2 doubled)
+    std::vector<float> x(32, 0.0f);
+    x[0] = 0x1p-130f;
+    x[1] = -0x1p-127f;
+    const auto t = quantize_one<BlockMxfp4>(GgmlType::MXFP4, x);
+    CHECK(t.e == 0);
+    CHECK(t.qs[0] == 0x00);
+    CHECK(t.qs[1] == 0x0A);
+  }
+}
+
+TEST_CASE("IQ4_NL quantizer: a block on the grid is found exactly, either sign", "[kernels]") {
+  // x = c * grid[code(i)]: the scale search's candidate 1 / c (itry = 0) fits exactly and
+  // no other can do better, so d = c and the codes are the scrambled ones.
+  for (float c : {1.0f, -1.0f, 0.5f, -0.0078125f}) {
+    INFO("c = " << c);
+    std::vector<float> x(32);
+    int q[32];
+    for (int i = 0; i < 32; ++i) {
+      q[i] = scrambled_code(i);
+      x[i] = c * kIq4Grid[q[i]];
+    }
+    const auto b = quantize_one<BlockIq4Nl>(GgmlType::IQ4_NL, x);
+    CHECK(b.d == fp32_to_fp16(c));
+    expect_nibbles(b.qs, q);
+  }
+  // Exactly representable: 1.0, -1.0, 0.5, -2^-7 in f16 bits.
+  CHECK(fp32_to_fp16(-0.0078125f) == 0xA000);
+  SECTION("an all-zero block: d = 0 and every code 8 (the grid value 1 nearest 0)") {
+    const auto z = quantize_one<BlockIq4Nl>(GgmlType::IQ4_NL, std::vector<float>(32, 0.0f));
+    CHECK(z.d == 0);
+    for (int j = 0; j < 16; ++j) CHECK(z.qs[j] == 0x88);
+  }
+}
+
+TEST_CASE("IQ4_XS quantizer: sub-blocks on the grid with integer scales", "[kernels]") {
+  // Sub-block s is 0.25 * l_s * grid[code]: each fit finds 0.25 l_s; the largest magnitude
+  // (l = -32) sets d = -(-8) / 32 = 0.25, and the 6-bit fields are l_s + 32. Sub-block 4
+  // is all zero: scale 0, field 32, every code 8.
+  const int l[8] = {-32, 31, -1, 5, 0, 15, -16, 7};
+  std::vector<float> x(256);
+  for (int e = 0; e < 256; ++e)
+    x[e] = 0.25f * static_cast<float>(l[e / 32]) * kIq4Grid[scrambled_code(e % 32)];
+  const auto b = quantize_one<BlockIq4Xs>(GgmlType::IQ4_XS, x);
+  CHECK(b.d == 0x3400);
+  // fields 0 63 31 37 32 47 16 39: low nibbles 0 F F 5 0 F 0 7, high bits 0 3 1 2 2 2 1 2
+  CHECK(b.scales_l[0] == 0xF0);
+  CHECK(b.scales_l[1] == 0x5F);
+  CHECK(b.scales_l[2] == 0xF0);
+  CHECK(b.scales_l[3] == 0x70);
+  CHECK(b.scales_h == 0x9A9C);
+  for (int s = 0; s < 8; ++s) {
+    INFO("sub-block " << s);
+    int q[32];
+    for (int i = 0; i < 32; ++i) q[i] = l[s] == 0 ? 8 : scrambled_code(i);
+    expect_nibbles(b.qs + 16 * s, q);
+  }
+  std::vector<float> y(256);
+  ref_kernels().of(GgmlType::IQ4_XS).dequantize_row(&b, y.data(), 256);
+  for (int e = 0; e < 256; ++e) CHECK(y[e] == x[e]);
+}
+
+TEST_CASE("IQ4 quantizers with importance weights favour the weighted elements", "[kernels]") {
+  // Weighted by x^2 alone, the block's fit follows its big elements; importance weights
+  // that make the small elements count move the scale toward them. Both must differ, and
+  // weighting every element equally must not be the x^2 fit (the weights become
+  // sqrt(sigma2 + x^2), ggml's form).
+  Rng rng(42);
+  std::vector<float> x(256), ones(256, 1.0f), small_first(256);
+  for (int i = 0; i < 256; ++i) {
+    x[i] = rng.bell();
+    small_first[i] = std::fabs(x[i]) < 0.5f ? 100.0f : 0.01f;
+  }
+  for (GgmlType t : {GgmlType::IQ4_NL, GgmlType::IQ4_XS}) {
+    INFO("type " << traits(t).name);
+    auto quant = [t, &x](const float* importance) {
+      std::vector<uint8_t> q(row_bytes(t, 256));
+      if (t == GgmlType::IQ4_NL) {
+        quantize_row_iq4_nl_weighted(x.data(), q.data(), 256, importance);
+      } else {
+        quantize_row_iq4_xs_weighted(x.data(), q.data(), 256, importance);
+      }
+      return q;
+    };
+    const auto plain = quant(nullptr);
+    CHECK(plain == test::quantize(t, x));  // nullptr is the table's quantizer
+    const auto even = quant(ones.data());
+    const auto small = quant(small_first.data());
+    CHECK(even != plain);
+    CHECK(small != plain);
+    // the weighted error over the small elements is lower with their weights up
+    auto small_error = [&](const std::vector<uint8_t>& q) {
+      const auto y = test::dequantize(t, q, 256);
+      double e = 0.0;
+      for (int i = 0; i < 256; ++i) {
+        if (std::fabs(x[i]) < 0.5f) e += (y[i] - x[i]) * (y[i] - x[i]);
+      }
+      return e;
+    };
+    CHECK(small_error(small) < small_error(plain));
   }
 }
 

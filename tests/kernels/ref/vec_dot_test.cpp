@@ -15,6 +15,7 @@
 #include "kernels/fp16.h"
 #include "kernels/kernels.h"
 #include "kernels/ref/blocks.h"
+#include "tests/kernels/lut4_test_util.h"
 #include "tests/kernels/test_util.h"
 
 namespace runnel {
@@ -24,10 +25,11 @@ using test::dequantize;
 using test::quantize;
 using test::Rng;
 
-const GgmlType kWeightTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0,
-                                 GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
-                                 GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
-                                 GgmlType::Q6_K};
+const GgmlType kWeightTypes[] = {
+    GgmlType::F32,  GgmlType::F16,   GgmlType::BF16,   GgmlType::Q4_0,
+    GgmlType::Q4_1, GgmlType::Q5_0,  GgmlType::Q5_1,   GgmlType::Q8_0,
+    GgmlType::Q2_K, GgmlType::Q3_K,  GgmlType::Q4_K,   GgmlType::Q5_K,
+    GgmlType::Q6_K, GgmlType::MXFP4, GgmlType::IQ4_NL, GgmlType::IQ4_XS};
 
 GgmlType expected_partner(GgmlType t) {
   switch (t) {
@@ -40,6 +42,8 @@ GgmlType expected_partner(GgmlType t) {
     case GgmlType::Q4_0:
     case GgmlType::Q5_0:
     case GgmlType::Q8_0:
+    case GgmlType::MXFP4:
+    case GgmlType::IQ4_NL:
       return GgmlType::Q8_0;
     case GgmlType::Q4_1:
     case GgmlType::Q5_1:
@@ -178,6 +182,12 @@ TEST_CASE("vec_dot on hand-built blocks", "[kernels]") {
     const auto aq = quantize(GgmlType::Q8_K, y);
     CHECK(ref_kernels().of(GgmlType::Q6_K).vec_dot(256, wq.data(), aq.data()) ==
           static_cast<float>(exact));
+  }
+  SECTION("MXFP4, IQ4_NL, IQ4_XS: every code, extreme quants, subnormal and negative scales") {
+    for (const test::Lut4Case& c : test::lut4_hand_cases()) {
+      INFO(c.what);
+      CHECK(ref_kernels().of(c.type).vec_dot(c.n, c.w.data(), c.a.data()) == c.expected);
+    }
   }
 }
 

@@ -2,9 +2,10 @@
 // into the wasm build, where SIMD128 is always available): quantizers, quantized dots,
 // and the tables and their selection. Bounds:
 //  - Quantizers (Q8_0, Q8_1, Q8_K): bit-exact with ref on random and adversarial rows.
-//  - Quantized dots: |simd128 - ref| <= 1e-5 * S + 1e-30, S = sum_i |w_i a_i| over the
-//    decoded rows plus, for Q4_1 / Q5_1, sum_b |m_b s_b| (the min terms). Both sides do
-//    exact integer sums per block; only the float accumulation order differs.
+//  - Quantized dots (test::kQuantWeightTypes: the legacy blocks, k-quants, MXFP4, IQ4_NL,
+//    IQ4_XS): |simd128 - ref| <= 1e-5 * S + 1e-30, S = sum_i |w_i a_i| over the decoded rows
+//    plus, for Q4_1 / Q5_1, sum_b |m_b s_b| (the min terms). Both sides do exact integer
+//    sums per block; only the float accumulation order differs.
 // Float rows: simd128_float_test.cpp; float ops: simd128_ops_test.cpp; x8 products:
 // simd128_x8_test.cpp.
 #include "kernels/wasm/simd128.h"
@@ -23,6 +24,7 @@
 #include "kernels/wasm/simd128_common.h"
 #include "kernels/wasm/wasm.h"
 #include "tests/kernels/isa_test_util.h"
+#include "tests/kernels/lut4_test_util.h"
 #include "tests/kernels/test_util.h"
 #include "tests/kernels/wasm/wasm_test_tables.h"
 
@@ -181,6 +183,24 @@ TEST_CASE("SIMD128 dots: hand-checked extreme blocks", "[simd128]") {
     for (auto& q : a.qs) q = -127;
     CHECK(simd().of(GgmlType::Q3_K).vec_dot(256, &w, &a) == -4.0f * -32.0f * -127.0f * 256.0f);
   }
+  SECTION("MXFP4, IQ4_NL, IQ4_XS: every code, -127 x 127, subnormal and negative scales") {
+    for (const test::Lut4Case& c : test::lut4_hand_cases()) {
+      INFO(c.what);
+      CHECK(simd().of(c.type).vec_dot(c.n, c.w.data(), c.a.data()) == c.expected);
+    }
+    // Four blocks and a tail block: the vector steps and the scalar tail
+    const auto cases = test::lut4_hand_cases();
+    for (const test::Lut4Case& c : cases) {
+      if (c.n != 32) continue;
+      std::vector<uint8_t> w, a;
+      for (int k = 0; k < 5; ++k) {
+        w.insert(w.end(), c.w.begin(), c.w.end());
+        a.insert(a.end(), c.a.begin(), c.a.end());
+      }
+      INFO(c.what << ", five times");
+      CHECK(simd().of(c.type).vec_dot(160, w.data(), a.data()) == 5.0f * c.expected);
+    }
+  }
 }
 
 // ---------------------------------------------------------------- table and dispatch
@@ -200,7 +220,7 @@ TEST_CASE("The SIMD128 table is the ref table with the SIMD128 entries swapped i
     replaced += (x.vec_dot != r.vec_dot) + (x.quantize_row != r.quantize_row) +
                 (x.dequantize_row != r.dequantize_row);
   }
-  CHECK(replaced == 18);  // 13 dots + 3 activation quantizers + the f16 row decoder / encoder
+  CHECK(replaced == 21);  // 16 dots + 3 activation quantizers + the f16 row decoder / encoder
   CHECK(t->of(GgmlType::F16).dequantize_row == simd128::dequantize_row_f16);
   CHECK(t->of(GgmlType::F16).quantize_row == simd128::quantize_row_f16);
   int x8_types = 0;

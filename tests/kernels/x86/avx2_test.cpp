@@ -22,6 +22,7 @@
 #include "kernels/x86/x86.h"
 #include "tests/kernels/float_gemm_test_util.h"
 #include "tests/kernels/isa_test_util.h"
+#include "tests/kernels/lut4_test_util.h"
 #include "tests/kernels/test_util.h"
 #include "tests/kernels/x8_test_util.h"
 
@@ -247,9 +248,10 @@ void check_gemm(const KernelTable& avx2, GgmlType wt, const std::vector<std::vec
   }
 }
 
-const GgmlType kGemmWeightTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                                     GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
-                                     GgmlType::Q5_K, GgmlType::Q6_K};
+const GgmlType kGemmWeightTypes[] = {
+    GgmlType::Q4_0,  GgmlType::Q4_1,   GgmlType::Q5_0,  GgmlType::Q5_1, GgmlType::Q8_0,
+    GgmlType::Q2_K,  GgmlType::Q3_K,   GgmlType::Q4_K,  GgmlType::Q5_K, GgmlType::Q6_K,
+    GgmlType::MXFP4, GgmlType::IQ4_NL, GgmlType::IQ4_XS};
 
 // The AVX2 table and, on CPUs with AVX-512 VNNI, the AVX-512 one (its own gemm kernels
 // over the same packed groups).
@@ -524,6 +526,29 @@ TEST_CASE("Hand-checked gemm tiles: Q2_K and Q3_K at their extreme quants and sc
   }
 }
 
+TEST_CASE("AVX2 and AVX-512 lookup-type dots and gemm tiles: hand-checked blocks", "[avx2]") {
+  // Every code of each table, -127 x 127 extremes, subnormal E8M0 scales, IQ4_XS scales of
+  // both signs (tests/kernels/lut4_test_util.h): exact sums, so exact results.
+  for (const KernelTable* t : gemm_tables()) {
+    for (const test::Lut4Case& c : test::lut4_hand_cases()) {
+      INFO("kernel set " << t->isa << ": " << c.what);
+      const TypeKernels& k = t->of(c.type);
+      CHECK(k.vec_dot(c.n, c.w.data(), c.a.data()) == c.expected);
+      REQUIRE(k.gemm != nullptr);
+      // the activation row as token 1 of 2 (token 0 all zero)
+      const TypeKernels& ak = t->of(k.vec_dot_type);
+      std::vector<uint8_t> acts(2 * c.a.size(), 0);
+      std::memcpy(acts.data() + c.a.size(), c.a.data(), c.a.size());
+      std::vector<uint8_t> packed(ak.gemm_pack_bytes(c.n));
+      ak.gemm_pack(c.n, acts.data(), c.a.size(), 2, packed.data());
+      float out[2] = {-7.0f, -7.0f};
+      k.gemm(c.n, c.w.data(), c.w.size(), 1, packed.data(), 2, out, 1);
+      CHECK(out[0] == 0.0f);
+      CHECK(out[1] == c.expected);
+    }
+  }
+}
+
 // ---------------------------------------------------------------- row-interleaved (x8) products
 
 TEST_CASE(
@@ -552,7 +577,7 @@ TEST_CASE("The AVX2 table is the ref table with the AVX2 entries swapped in", "[
     CHECK((x.vec_dot == nullptr) == (r.vec_dot == nullptr));
     replaced += (x.vec_dot != r.vec_dot) + (x.quantize_row != r.quantize_row);
   }
-  CHECK(replaced == 16);  // 13 dots + 3 activation quantizers
+  CHECK(replaced == 19);  // 16 dots + 3 activation quantizers
   REQUIRE(avx2_float_ops() != nullptr);
   CHECK(avx2_float_ops()->isa == "avx2");
 }
@@ -581,8 +606,9 @@ TEST_CASE("The AVX-512 table is the AVX2 table with the VNNI gemm and dot entrie
     CHECK((x.gemm == nullptr) == (a.gemm == nullptr || dropped));
     replaced += x.gemm != a.gemm && !dropped;
   }
-  // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K (Q2_K, Q3_K and the float types keep AVX2's)
-  CHECK(replaced == 8);
+  // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, MXFP4, IQ4_NL, IQ4_XS (Q2_K, Q3_K and
+  // the float types keep AVX2's)
+  CHECK(replaced == 11);
   REQUIRE(avx512_float_ops() != nullptr);
   CHECK(avx512_float_ops()->isa == "avx512");
 }

@@ -19,8 +19,8 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <limits>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "kernels/fp16.h"
@@ -31,6 +31,7 @@
 #include "kernels/x86/avx512_gemm.h"
 #include "kernels/x86/x86.h"
 #include "tests/kernels/isa_test_util.h"
+#include "tests/kernels/lut4_test_util.h"
 #include "tests/kernels/test_util.h"
 
 namespace runnel {
@@ -50,11 +51,13 @@ struct Dot {
 };
 
 constexpr Dot kQuantDots[] = {
-    {GgmlType::Q4_0, avx512::vec_dot_q4_0}, {GgmlType::Q4_1, avx512::vec_dot_q4_1},
-    {GgmlType::Q5_0, avx512::vec_dot_q5_0}, {GgmlType::Q5_1, avx512::vec_dot_q5_1},
-    {GgmlType::Q8_0, avx512::vec_dot_q8_0}, {GgmlType::Q2_K, avx512::vec_dot_q2_k},
-    {GgmlType::Q3_K, avx512::vec_dot_q3_k}, {GgmlType::Q4_K, avx512::vec_dot_q4_k},
-    {GgmlType::Q5_K, avx512::vec_dot_q5_k}, {GgmlType::Q6_K, avx512::vec_dot_q6_k}};
+    {GgmlType::Q4_0, avx512::vec_dot_q4_0},    {GgmlType::Q4_1, avx512::vec_dot_q4_1},
+    {GgmlType::Q5_0, avx512::vec_dot_q5_0},    {GgmlType::Q5_1, avx512::vec_dot_q5_1},
+    {GgmlType::Q8_0, avx512::vec_dot_q8_0},    {GgmlType::Q2_K, avx512::vec_dot_q2_k},
+    {GgmlType::Q3_K, avx512::vec_dot_q3_k},    {GgmlType::Q4_K, avx512::vec_dot_q4_k},
+    {GgmlType::Q5_K, avx512::vec_dot_q5_k},    {GgmlType::Q6_K, avx512::vec_dot_q6_k},
+    {GgmlType::MXFP4, avx512::vec_dot_mxfp4},  {GgmlType::IQ4_NL, avx512::vec_dot_iq4_nl},
+    {GgmlType::IQ4_XS, avx512::vec_dot_iq4_xs}};
 
 bool has_avx512_or_warn() {
   if (!cpu_has_avx512()) WARN("CPU lacks AVX-512 F/BW/VL/DQ/VNNI: AVX-512 dot tests skipped");
@@ -232,6 +235,14 @@ TEST_CASE("AVX-512 dots: hand-checked extreme blocks", "[avx512]") {
     CHECK(avx512::vec_dot_q6_k(256, &w, &a) ==
           ref_kernels().of(GgmlType::Q6_K).vec_dot(256, &w, &a));
   }
+  SECTION("MXFP4, IQ4_NL, IQ4_XS: every code, -127 x 127, subnormal and negative scales") {
+    for (const test::Lut4Case& c : test::lut4_hand_cases()) {
+      INFO(c.what);
+      const Dot& d = *std::find_if(std::begin(kQuantDots), std::end(kQuantDots),
+                                   [&](const Dot& q) { return q.type == c.type; });
+      CHECK(d.fn(c.n, c.w.data(), c.a.data()) == c.expected);
+    }
+  }
 }
 
 // ---------------------------------------------------------------- float dots
@@ -336,10 +347,12 @@ struct Gemm {
 };
 
 constexpr Gemm kGemms[] = {
-    {GgmlType::Q4_0, avx512::gemm_q4_0}, {GgmlType::Q4_1, avx512::gemm_q4_1},
-    {GgmlType::Q5_0, avx512::gemm_q5_0}, {GgmlType::Q5_1, avx512::gemm_q5_1},
-    {GgmlType::Q8_0, avx512::gemm_q8_0}, {GgmlType::Q4_K, avx512::gemm_q4_k},
-    {GgmlType::Q5_K, avx512::gemm_q5_k}, {GgmlType::Q6_K, avx512::gemm_q6_k}};
+    {GgmlType::Q4_0, avx512::gemm_q4_0},    {GgmlType::Q4_1, avx512::gemm_q4_1},
+    {GgmlType::Q5_0, avx512::gemm_q5_0},    {GgmlType::Q5_1, avx512::gemm_q5_1},
+    {GgmlType::Q8_0, avx512::gemm_q8_0},    {GgmlType::Q4_K, avx512::gemm_q4_k},
+    {GgmlType::Q5_K, avx512::gemm_q5_k},    {GgmlType::Q6_K, avx512::gemm_q6_k},
+    {GgmlType::MXFP4, avx512::gemm_mxfp4},  {GgmlType::IQ4_NL, avx512::gemm_iq4_nl},
+    {GgmlType::IQ4_XS, avx512::gemm_iq4_xs}};
 
 // Token counts: every group fill, and 19 (two full groups and a group of 3).
 constexpr int kTokenCounts[] = {1, 2, 3, 4, 5, 6, 7, 8, 19};
