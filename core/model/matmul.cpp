@@ -295,8 +295,11 @@ bool matmul_routed(Parallel& par, std::span<const RoutedJob> jobs, MatmulScratch
   int n_formats = 0;
   for (size_t j = 0; j < jobs.size(); ++j) {
     const RoutedJob& r = jobs[j];
-    if (r.w.n_out != n_out || r.w.x8) return false;
+    if (r.w.n_out != n_out) return false;
     const TypeKernels& k = table.of(r.w.type);
+    // repacked weights: gemm_x8 over the job's rows, without the per-block sums some
+    // layouts need (those jobs take the caller's other path)
+    if (r.w.x8 && (!k.gemm_x8 || table.of(k.vec_dot_type).block_sums)) return false;
     const GgmlType fmt = k.vec_dot_type;
     PreparedJob& p = prepared[j];
     plain[j] = MatmulJob{r.w, r.out, r.bias};
@@ -304,6 +307,10 @@ bool matmul_routed(Parallel& par, std::span<const RoutedJob> jobs, MatmulScratch
     p.act_row_bytes = row_bytes(fmt, r.w.n_in);
     p.w_row_bytes = row_bytes(r.w.type, r.w.n_in);
     p.vec_dot = k.vec_dot;
+    if (r.w.x8) {
+      p.gemm_x8 = k.gemm_x8;
+      p.x8_group_bytes = x8_group_bytes(k, r.w.type, r.w.n_in);
+    }
     size_t prev = 0;
     while (prev < j && !(jobs[prev].x == r.x && table.of(jobs[prev].w.type).vec_dot_type == fmt)) ++prev;
     if (prev < j) {

@@ -116,9 +116,10 @@ struct RoutedJob {
 // token (vec_dot, the bits a token gets alone), all jobs have the same n_out, and each
 // task computes the row ranges [r0, r1) (multiples of kEpilogueRows) of every job and
 // then calls epilogue(r0, r1) if given. For the few tokens an expert gets while
-// decoding. Returns false, having done nothing, when the jobs do not fit: more than
-// kMaxRoutedJobs, more input rows than the scratch holds, unequal n_out, or repacked
-// weights.
+// decoding. Repacked weights (Matrix::x8) go through gemm_x8, whose columns are per
+// token too. Returns false, having done nothing, when the jobs do not fit: more than
+// kMaxRoutedJobs, more input rows than the scratch holds, unequal n_out, or a repacked
+// layout that needs per-block activation sums.
 constexpr size_t kMaxRoutedJobs = 128;
 bool matmul_routed(Parallel& par, std::span<const RoutedJob> jobs, MatmulScratch& scratch,
                    const RowEpilogue* epilogue = nullptr);

@@ -221,6 +221,11 @@ const float* Model::expert_bias(const GgufTensorInfo* t, int e, float* tmp) {
 }
 
 Matrix Model::expert_matrix(const GgufTensorInfo* t, int e) {
+  if (const auto it = x8_.find(t); it != x8_.end()) {  // whole groups per expert (x8_repacks)
+    const size_t group_bytes = x8_group_bytes(kernels().of(t->type), t->type, t->dims[0]);
+    const size_t bytes = static_cast<size_t>(t->dims[1] / kX8Rows) * group_bytes;
+    return Matrix{it->second + static_cast<size_t>(e) * bytes, t->type, t->dims[0], t->dims[1], true};
+  }
   const size_t bytes = static_cast<size_t>(t->dims[1]) * row_bytes(t->type, t->dims[0]);
   return Matrix{store_.tensor_bytes(*t).data() + static_cast<size_t>(e) * bytes, t->type, t->dims[0], t->dims[1]};
 }
@@ -247,10 +252,12 @@ const float* Model::rope_factors(int n_ctx) const {
 
 bool x8_repacks(const ModelConfig& c, const GgufTensorInfo& t) {
   const TypeKernels& k = kernels().of(t.type);
-  if (!k.repack_x8 || !k.gemm_x8 || t.dims.size() != 2 || t.dims[1] % kX8Rows != 0) return false;
   const auto named = [&](std::string_view suffix) {
     return t.name.size() >= suffix.size() && t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
+  // an expert stack [n_in, n_out, n_expert]: each expert's rows in whole groups
+  const bool stack = t.dims.size() == 3 && named("_exps.weight");
+  if (!k.repack_x8 || !k.gemm_x8 || (t.dims.size() != 2 && !stack) || t.dims[1] % kX8Rows != 0) return false;
   if (t.name == "token_embd.weight") return c.tied_output && k.unpack_x8_row;
   if (t.name == "position_embd.weight" || t.name == "token_types.weight") return false;  // read by row
   // gemma 1/2 files may carry an unused one; embedding models have no head
@@ -266,7 +273,7 @@ void Model::repack_weights(Parallel& par) {
     if (t == nullptr || x8_.count(t) || !x8_repacks(config_, *t)) return;
     const TypeKernels& k = table.of(t->type);
     const size_t group_bytes = x8_group_bytes(k, t->type, t->dims[0]);
-    const int64_t n_groups = t->dims[1] / kX8Rows;
+    const int64_t n_groups = t->dims[1] * (t->dims.size() > 2 ? t->dims[2] : 1) / kX8Rows;
     uint8_t* dst = store_.copy_space(*t, group_bytes * static_cast<size_t>(n_groups));
     if (dst == nullptr) return;
     const int layer = layer_of_tensor(t->name);
@@ -288,7 +295,7 @@ void Model::repack_weights(Parallel& par) {
   };
   for (const LayerTensors& l : layers_) {
     for (const GgufTensorInfo* t : {l.wq, l.wk, l.wv, l.wqkv, l.wo, l.w_gate, l.w_up, l.w_down, l.router,
-                                    l.shexp_gate, l.shexp_up, l.shexp_down}) {
+                                    l.shexp_gate, l.shexp_up, l.shexp_down, l.gate_exps, l.up_exps, l.down_exps}) {
       consider(t);
     }
   }

@@ -68,8 +68,12 @@ namespace {
 // (Model::repack_weights); most layouts keep the size, Q4_K's grows by 1/36.
 uint64_t resident_bytes(const GgufTensorInfo& t) {
   const TypeKernels& k = kernels().of(t.type);
-  if (!k.repack_x8 || k.x8_block_bytes == 0 || t.dims.size() != 2 || t.dims[1] % kX8Rows != 0) return t.n_bytes;
-  return std::max<uint64_t>(t.n_bytes, x8_group_bytes(k, t.type, t.dims[0]) * static_cast<uint64_t>(t.dims[1] / kX8Rows));
+  // matrices and expert stacks ([n_in, n_out, n_expert]: n_expert matrices)
+  if (!k.repack_x8 || k.x8_block_bytes == 0 || t.dims.size() < 2 || t.dims.size() > 3 || t.dims[1] % kX8Rows != 0) {
+    return t.n_bytes;
+  }
+  const uint64_t n_groups = static_cast<uint64_t>(t.dims[1] / kX8Rows) * (t.dims.size() == 3 ? t.dims[2] : 1);
+  return std::max<uint64_t>(t.n_bytes, x8_group_bytes(k, t.type, t.dims[0]) * n_groups);
 }
 
 }  // namespace

@@ -405,6 +405,24 @@ TEST_CASE("mixture of experts: Mixtral, qwen2moe, qwen3moe, olmoe and gpt-oss ma
   check_against_reference(spec);
 }
 
+TEST_CASE("mixture of experts with k-quant experts: repacked stacks, routed decode, batched prompt", "[model]") {
+  TinySpec spec;
+  spec.arch = "qwen3moe";
+  spec.n_embd = 256;  // whole k-quant super-blocks
+  spec.n_head = 4;
+  spec.n_ff = 256;
+  spec.n_expert = 8;
+  spec.n_expert_used = 2;
+  spec.n_ff_exp = 256;
+  spec.matrix_type = GgmlType::Q4_K;
+  spec.seed = 26;
+  const test::TinyModel m = test::build_tiny_model(spec);
+  const std::vector<float> ref = test::reference_logits(m, kTokens);
+  // Q8_K activations (about 0.4% an element), as the quantized test above
+  CHECK(test::max_relative_error(prefill_logits(m), ref) < 2e-2);
+  CHECK(test::max_relative_error(decode_logits(m), ref) < 2e-2);
+}
+
 TEST_CASE("the reference would notice missing attention sinks", "[model]") {
   TinySpec spec;
   spec.arch = "gpt-oss";
