@@ -31,27 +31,10 @@
 namespace runnel {
 namespace {
 
+using test::CliResult;
 using test::read_all;
+using test::runnel_cli;
 using test::ScratchDir;
-
-struct CliResult {
-  int status = -1;
-  std::string out, err;
-};
-
-// Runs `[env] runnel args <stdin_file` through the shell; args are written by the tests.
-CliResult runnel_cli(const ScratchDir& dir, const std::string& args, const std::string& env = "",
-                     const std::string& stdin_file = "/dev/null") {
-  const std::string out = dir.file("out.txt"), err = dir.file("err.txt");
-  const std::string cmd = env + " '" + std::string(RUNNEL_BINARY) + "' " + args + " <'" + stdin_file + "' >'" +
-                          out + "' 2>'" + err + "'";
-  const int raw = std::system(cmd.c_str());
-  CliResult r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-  r.out = read_all(out);
-  r.err = read_all(err);
-  return r;
-}
 
 // The kernels the CLI child picks: RUNNEL_ISA from this process's environment (test.sh
 // and CI hosts may export one), else automatic.

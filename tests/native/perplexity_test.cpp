@@ -23,26 +23,10 @@ namespace runnel {
 namespace {
 
 using Catch::Matchers::Contains;
+using test::CliResult;
 using test::read_all;
+using test::runnel_cli;
 using test::ScratchDir;
-
-struct CliResult {
-  int status = -1;
-  std::string out, err;
-};
-
-CliResult runnel_cli(const ScratchDir& dir, const std::string& args) {
-  const std::string out = dir.file("out.txt"), err = dir.file("err.txt");
-  std::string cmd = "'";
-  cmd += RUNNEL_BINARY;
-  cmd += "' " + args + " </dev/null >'" + out + "' 2>'" + err + "'";
-  const int raw = std::system(cmd.c_str());
-  CliResult r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-  r.out = read_all(out);
-  r.err = read_all(err);
-  return r;
-}
 
 void write_file(const std::string& path, const std::string& bytes) {
   std::ofstream f(path, std::ios::binary);

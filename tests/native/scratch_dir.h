@@ -1,8 +1,9 @@
 // A temporary folder for a test's files, removed with everything in it at the end of
-// the test, and reading a file whole: what the CLI tests share.
+// the test, reading a file whole, and running the runnel binary: what the CLI tests share.
 #pragma once
 
 #include <stdlib.h>
+#include <sys/wait.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -31,6 +32,26 @@ class ScratchDir {
 inline std::string read_all(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// A run of the runnel binary (RUNNEL_BINARY): exit status and both outputs.
+struct CliResult {
+  int status = -1;
+  std::string out, err;
+};
+
+// Runs `[env] runnel args <stdin_file` through the shell; args are written by the tests.
+inline CliResult runnel_cli(const ScratchDir& dir, const std::string& args, const std::string& env = "",
+                            const std::string& stdin_file = "/dev/null") {
+  const std::string out = dir.file("out.txt"), err = dir.file("err.txt");
+  const std::string cmd = env + " '" + std::string(RUNNEL_BINARY) + "' " + args + " <'" + stdin_file + "' >'" +
+                          out + "' 2>'" + err + "'";
+  const int raw = std::system(cmd.c_str());
+  CliResult r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  r.out = read_all(out);
+  r.err = read_all(err);
+  return r;
 }
 
 }  // namespace runnel::test
