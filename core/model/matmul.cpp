@@ -117,6 +117,21 @@ void run_rows(const PreparedJob& p, int n_tokens, int64_t r0, int64_t r1) {
   }
 }
 
+// fn(r0, r1) over rows [0, n_out) split on multiples of kEpilogueRows (whole x8 groups,
+// whole vectors for an epilogue's kernels), one range a task, on par.
+template <class Fn>
+void run_row_ranges(Parallel& par, int64_t n_out, const Fn& fn) {
+  const int64_t units = (n_out + kEpilogueRows - 1) / kEpilogueRows;
+  const int n_tasks = n_tasks_for(par, units);
+  const auto task_fn = [&](int task) {
+    const int64_t r0 = split_begin(units, task, n_tasks) * kEpilogueRows;
+    // at least one unit each (n_tasks <= units)
+    const int64_t r1 = std::min(n_out, split_begin(units, task + 1, n_tasks) * kEpilogueRows);
+    fn(r0, r1);
+  };
+  par.run(n_tasks, std::ref(task_fn));  // a reference fits std::function without allocating
+}
+
 }  // namespace
 
 uint64_t MatmulScratch::bytes(int n_tokens, size_t max_row_bytes, size_t max_pack_bytes) {
@@ -243,16 +258,10 @@ void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJ
       if (job.w.n_out != n_out)
         throw std::logic_error("matmul: an epilogue needs jobs of one n_out");
     }
-    const int64_t units = (n_out + kEpilogueRows - 1) / kEpilogueRows;
-    const int n_tasks = n_tasks_for(par, units);
-    const auto task_fn = [&](int task) {
-      const int64_t r0 = split_begin(units, task, n_tasks) * kEpilogueRows;
-      // at least one unit each (n_tasks <= units)
-      const int64_t r1 = std::min(n_out, split_begin(units, task + 1, n_tasks) * kEpilogueRows);
+    run_row_ranges(par, n_out, [&](int64_t r0, int64_t r1) {
       for (size_t j = 0; j < n_jobs; ++j) run_rows(prepared[j], n_tokens, r0, r1);
       (*epilogue)(r0, r1);
-    };
-    par.run(n_tasks, std::ref(task_fn));
+    });
     return;
   }
 
@@ -293,6 +302,7 @@ bool matmul_routed(Parallel& par, std::span<const RoutedJob> jobs, MatmulScratch
   GgmlType formats[MatmulScratch::kMaxFormats];
   size_t used[MatmulScratch::kMaxFormats] = {};
   int n_formats = 0;
+  uint8_t* quantize_to[kMaxRoutedJobs] = {};  // the first job of its input and format: its slot
   for (size_t j = 0; j < jobs.size(); ++j) {
     const RoutedJob& r = jobs[j];
     if (r.w.n_out != n_out) return false;
@@ -329,33 +339,24 @@ bool matmul_routed(Parallel& par, std::span<const RoutedJob> jobs, MatmulScratch
     }
     const size_t bytes = static_cast<size_t>(r.n_tokens) * p.act_row_bytes;
     if (used[f] + bytes > scratch.slot_bytes()) return false;
-    p.act = scratch.slot(f) + used[f];  // quantized below, once every job is known to fit
+    quantize_to[j] = scratch.slot(f) + used[f];  // quantized below, once every job is known to fit
+    p.act = quantize_to[j];
     used[f] += bytes;
   }
   for (size_t j = 0; j < jobs.size(); ++j) {
+    if (!quantize_to[j]) continue;
     const RoutedJob& r = jobs[j];
-    const PreparedJob& p = prepared[j];
-    if (p.act == reinterpret_cast<const uint8_t*>(r.x)) continue;  // F32
-    bool shared = false;
-    for (size_t prev = 0; prev < j && !shared; ++prev) shared = prepared[prev].act == p.act;
-    if (shared) continue;
     const TypeKernels& ak = table.of(table.of(r.w.type).vec_dot_type);
-    uint8_t* dst = const_cast<uint8_t*>(p.act);
     for (int t = 0; t < r.n_tokens; ++t) {
-      ak.quantize_row(r.x + static_cast<int64_t>(t) * r.w.n_in, dst + static_cast<size_t>(t) * p.act_row_bytes,
-                      r.w.n_in);
+      ak.quantize_row(r.x + static_cast<int64_t>(t) * r.w.n_in,
+                      quantize_to[j] + static_cast<size_t>(t) * prepared[j].act_row_bytes, r.w.n_in);
     }
   }
-  const int64_t units = (n_out + kEpilogueRows - 1) / kEpilogueRows;
-  const int n_tasks = n_tasks_for(par, units);
   const size_t n_jobs = jobs.size();
-  const auto task_fn = [&](int task) {
-    const int64_t r0 = split_begin(units, task, n_tasks) * kEpilogueRows;
-    const int64_t r1 = std::min(n_out, split_begin(units, task + 1, n_tasks) * kEpilogueRows);
+  run_row_ranges(par, n_out, [&](int64_t r0, int64_t r1) {
     for (size_t j = 0; j < n_jobs; ++j) run_rows(prepared[j], jobs[j].n_tokens, r0, r1);
     if (epilogue) (*epilogue)(r0, r1);
-  };
-  par.run(n_tasks, std::ref(task_fn));
+  });
   return true;
 }
 
