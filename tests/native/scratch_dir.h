@@ -54,4 +54,13 @@ inline CliResult runnel_cli(const ScratchDir& dir, const std::string& args, cons
   return r;
 }
 
+// A run that must fail with exit status 1, `runnel: error: msg` on stderr and nothing on stdout.
+inline void check_usage_error(const ScratchDir& dir, const std::string& args, const std::string& msg) {
+  INFO("runnel " << args);
+  const CliResult r = runnel_cli(dir, args);
+  CHECK(r.status == 1);
+  CHECK(r.err == "runnel: error: " + msg + "\n");
+  CHECK(r.out.empty());
+}
+
 }  // namespace runnel::test
