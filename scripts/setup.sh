@@ -31,6 +31,7 @@ readonly kTestPackages=(
   clang-16 lld-16 llvm-16          # the relaxed-SIMD wasm kernels (kernels/wasm/relaxed)
   g++-aarch64-linux-gnu qemu-user  # NEON kernels, cross-built and run under qemu
   chromium wrk                     # the demo page in headless Chromium; the server load test
+  nginx-light systemd              # the server fleet behind nginx; systemd-analyze verify of its unit
   unicode-data                     # scripts/gen_unicode_tables.py
   miscfiles                        # the US Constitution text of the perplexity tests
 )

@@ -36,8 +36,10 @@
 #   memory   scripts/cgroup_test.sh: SmolLM2 (3/4 of its size) and the 1B-shaped
 #            Q4_K_M (half its size) streamed inside a cgroup memory limit, same greedy
 #            tokens as unlimited (skips without cgroups)
-#   server   node --test tests/server/: `runnel serve` driven by the openai npm client,
-#            then scripts/load_test.sh (wrk, 32 connections, 60 s, --slots 1 --queue 8)
+#   server   node --test tests/server/: `runnel serve` driven by the openai npm client
+#            (hostile clients, the systemd unit and nginx config, a 3-replica fleet
+#            behind nginx), then scripts/load_test.sh (wrk, 32 connections, 60 s,
+#            --slots 1 --queue 8) and scripts/soak.sh 2 (mixed traffic for 2 minutes)
 # Every stage runs even after one fails (a later stage that needs an earlier one's
 # build says so); the summary names each stage's result and the exit status is
 # non-zero if any failed. A failed setup stops the run: nothing can run without it.
@@ -239,11 +241,12 @@ stage_memory() {
 }
 
 stage_server() {
-  begin server "OpenAI server suite + load test (tests/server, scripts/load_test.sh)"
+  begin server "OpenAI server suite + load and soak tests (tests/server, scripts/load_test.sh, scripts/soak.sh)"
   export RUNNEL_BIN="${RUNNEL_BIN:-$root/build-release/runnel}"
   [ -x "$RUNNEL_BIN" ] || { echo "test.sh: no runnel binary at $RUNNEL_BIN (run the release stage)" >&2; return 1; }
   node --test tests/server/
   scripts/load_test.sh --duration 60s --connections 32
+  scripts/soak.sh 2
 }
 
 stages=("$@")

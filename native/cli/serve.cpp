@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -92,6 +93,33 @@ int serve_command(const std::vector<std::string>& args) {
   float shutdown_s = static_cast<float>(so.shutdown_deadline_s);
   p.float_option("--shutdown-timeout", &shutdown_s,
                  "seconds in-flight generations may run on after SIGTERM/SIGINT (default 10)");
+  // Limits against hostile or broken clients; each refusal is a 4xx with a JSON error.
+  int max_body_bytes = static_cast<int>(so.max_body_bytes);
+  int max_header_bytes = static_cast<int>(so.connection.max_header_bytes);
+  int max_connections = 0;
+  float request_timeout_s = static_cast<float>(so.connection.request_timeout_s);
+  float idle_timeout_s = static_cast<float>(so.connection.idle_timeout_s);
+  float write_timeout_s = static_cast<float>(so.connection.write_timeout_s);
+  p.int_option("--max-body-bytes", &max_body_bytes, "largest request body; larger get 413 (default 8 MiB)");
+  p.int_option("--max-header-bytes", &max_header_bytes,
+               "largest request line + headers; larger get 431 (default 16384)");
+  p.float_option("--request-timeout", &request_timeout_s,
+                 "seconds a request may take to arrive, from its first byte to its last; slower\n"
+                 "get 408 and lose the connection (default 30)");
+  p.float_option("--idle-timeout", &idle_timeout_s,
+                 "seconds a request may pause between bytes (default 10)");
+  p.float_option("--write-timeout", &write_timeout_s,
+                 "seconds a client may take none of a reply before it is dropped and its\n"
+                 "generation cancelled (default 30)");
+  p.int_option("--max-connections", &max_connections,
+               "connections served at once, one thread each; more get 503 (default\n"
+               "max(64, slots + queue + 16); at least slots + queue + 1)");
+  p.int_option("--max-messages", &so.limits.max_messages, "most messages in a chat request (default 256)");
+  p.int_option("--max-prompt-tokens", &so.limits.max_prompt_tokens,
+               "most prompt tokens a request may bring (default 0: the context size)");
+  p.int_option("--max-completion-tokens", &so.limits.max_completion_tokens,
+               "most tokens a request may ask for, and the cap of requests that give no\n"
+               "max_tokens (default 0: the context size)");
   if (p.parse_or_print_help(args)) return 0;
   if (model_path.empty()) throw UsageError("-m: a model file is required");
   if (so.port < 0 || so.port > 65535) throw UsageError("--port: must be in [0, 65535], got " + std::to_string(so.port));
@@ -100,6 +128,40 @@ int serve_command(const std::vector<std::string>& args) {
   if (so.slots < 1 || so.slots > 64) throw UsageError("--slots: must be in [1, 64], got " + std::to_string(so.slots));
   if (so.queue < 0 || so.queue > 1024) throw UsageError("--queue: must be in [0, 1024], got " + std::to_string(so.queue));
   if (!(shutdown_s >= 0)) throw UsageError("--shutdown-timeout: must be >= 0");
+  const auto positive = [](const char* name, double v) {
+    if (!(v > 0 && v <= 86400)) {
+      throw UsageError(std::string(name) + ": must be in (0, 86400] seconds, got " + std::to_string(v));
+    }
+  };
+  positive("--request-timeout", request_timeout_s);
+  positive("--idle-timeout", idle_timeout_s);
+  positive("--write-timeout", write_timeout_s);
+  if (max_body_bytes < 1024) {
+    throw UsageError("--max-body-bytes: must be >= 1024, got " + std::to_string(max_body_bytes));
+  }
+  if (max_header_bytes < 1024 || max_header_bytes > (1 << 20)) {
+    throw UsageError("--max-header-bytes: must be in [1024, 1048576], got " + std::to_string(max_header_bytes));
+  }
+  if (so.limits.max_messages < 1) {
+    throw UsageError("--max-messages: must be >= 1, got " + std::to_string(so.limits.max_messages));
+  }
+  if (so.limits.max_prompt_tokens < 0) {
+    throw UsageError("--max-prompt-tokens: must be >= 0, got " + std::to_string(so.limits.max_prompt_tokens));
+  }
+  if (so.limits.max_completion_tokens < 0) {
+    throw UsageError("--max-completion-tokens: must be >= 0, got " + std::to_string(so.limits.max_completion_tokens));
+  }
+  if (!p.seen("--max-connections")) max_connections = std::max(64, so.slots + so.queue + 16);
+  if (max_connections < so.slots + so.queue + 1 || max_connections > 4096) {
+    throw UsageError("--max-connections: must be in [slots + queue + 1 = " + std::to_string(so.slots + so.queue + 1) +
+                     ", 4096], got " + std::to_string(max_connections));
+  }
+  so.max_body_bytes = static_cast<size_t>(max_body_bytes);
+  so.connection.max_header_bytes = static_cast<size_t>(max_header_bytes);
+  so.connection.max_connections = max_connections;
+  so.connection.request_timeout_s = request_timeout_s;
+  so.connection.idle_timeout_s = idle_timeout_s;
+  so.connection.write_timeout_s = write_timeout_s;
   if (n_keep < -1) throw UsageError("--keep: must be >= -1, got " + std::to_string(n_keep));
   if (reasoning_format != "auto" && reasoning_format != "none") {
     throw UsageError("--reasoning-format: must be auto or none, got '" + reasoning_format + "'");

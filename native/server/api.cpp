@@ -407,6 +407,9 @@ json parse_json_body(std::string_view body) {
     return json::parse(body.begin(), body.end());
   } catch (const json::parse_error& e) {
     throw ApiError(400, std::string("request body is not valid JSON: ") + e.what(), "", "invalid_json");
+  } catch (const json::out_of_range& e) {
+    // A number beyond a double ("1e999"): nlohmann reports it as out_of_range 406.
+    throw ApiError(400, std::string("request body has a number out of range: ") + e.what(), "", "invalid_json");
   }
 }
 
@@ -603,6 +606,36 @@ json usage_json(const Usage& u) {
           {"completion_tokens", u.completion_tokens},
           {"total_tokens", u.prompt_tokens + u.completion_tokens},
           {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
+}
+
+// Checked after parsing: the body limit already bounds the parser's work, and the
+// parsed request has every field in one shape.
+void check_request_limits(const GenerationRequest& r, const RequestLimits& limits) {
+  // "'stop' sequences may be at most 256 bytes, got 300"
+  const auto refuse = [](const std::string& param, const std::string& subject, size_t limit, const std::string& unit,
+                         size_t got, const std::string& option) {
+    throw ApiError(400,
+                   subject + " at most " + std::to_string(limit) + unit + ", got " + std::to_string(got) + " (" +
+                       option + ")",
+                   param, "limit_exceeded");
+  };
+  if (r.chat && limits.max_messages > 0 && r.messages.size() > static_cast<size_t>(limits.max_messages)) {
+    refuse("messages", "'messages' may hold", static_cast<size_t>(limits.max_messages), " messages", r.messages.size(),
+           "--max-messages");
+  }
+  if (r.max_tokens && limits.max_completion_tokens > 0 && *r.max_tokens > limits.max_completion_tokens) {
+    refuse("max_tokens", "'max_tokens' may be", static_cast<size_t>(limits.max_completion_tokens), "",
+           static_cast<size_t>(*r.max_tokens), "--max-completion-tokens");
+  }
+  for (const std::string& s : r.stop) {
+    if (s.size() > limits.max_stop_bytes) {
+      refuse("stop", "'stop' sequences may be", limits.max_stop_bytes, " bytes", s.size(), "a fixed limit");
+    }
+  }
+  if (r.sampler.logit_bias.size() > limits.max_logit_bias) {
+    refuse("logit_bias", "'logit_bias' may hold", limits.max_logit_bias, " entries", r.sampler.logit_bias.size(),
+           "a fixed limit");
+  }
 }
 
 // Any other key is refused by name rather than dropped (it would change the prompt

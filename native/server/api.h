@@ -62,6 +62,19 @@ struct GenerationRequest {
   std::string constraint_field;
 };
 
+// What one generation request may ask for beyond what the context bounds (`runnel
+// serve`'s --max-messages, --max-completion-tokens, --max-prompt-tokens; the stop and
+// logit_bias bounds are fixed). 0: no limit but the context.
+struct RequestLimits {
+  int max_messages = 256;
+  int max_completion_tokens = 0;  // max_tokens / max_completion_tokens
+  int max_prompt_tokens = 0;      // checked by the server once the prompt is tokenized
+  size_t max_stop_bytes = 256;    // each stop sequence (at most 4, as OpenAI's)
+  size_t max_logit_bias = 1024;   // logit_bias entries
+};
+// A 400 naming the field (code "limit_exceeded") when `r` asks for more than `limits`.
+void check_request_limits(const GenerationRequest& r, const RequestLimits& limits);
+
 // chat_template_kwargs: the template variables we know (enable_thinking); any other key,
 // or a value of the wrong type, is an ApiError (400) naming `param`.key.
 ChatOptions chat_options_from_json(const json& kwargs, const std::string& param);

@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <random>
 
 namespace runnel::server {
@@ -31,7 +30,8 @@ std::string random_id(const char* prefix) {
 
 void send_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
-  if (e.status == 429) res.set_header("Retry-After", "1");
+  // 429: the queue is full; 503: this replica drains (a balancer retries elsewhere).
+  if (e.status == 429 || e.status == 503) res.set_header("Retry-After", "1");
   res.set_content(e.body().dump(), "application/json");
 }
 
@@ -120,7 +120,13 @@ Server::Server(std::unique_ptr<Engine> engine, ServerOptions options, std::uniqu
       draft_engine_(std::move(draft)),
       options_(std::move(options)),
       prompt_format_(*engine_),
-      http_(std::make_unique<httplib::Server>()) {
+      http_(std::make_unique<HardenedHttpServer>(options_.connection)) {
+  if (options_.connection.max_connections < options_.slots + options_.queue + 1) {
+    throw std::invalid_argument("--max-connections must be at least slots + queue + 1 = " +
+                                std::to_string(options_.slots + options_.queue + 1) + " (requests beyond the queue " +
+                                "need a connection to hear their 429), got " +
+                                std::to_string(options_.connection.max_connections));
+  }
   if (options_.slots < 1) throw std::invalid_argument("--slots must be >= 1, got " + std::to_string(options_.slots));
   if (options_.queue < 0) throw std::invalid_argument("--queue must be >= 0, got " + std::to_string(options_.queue));
   slots_.resize(options_.slots);
@@ -189,21 +195,33 @@ void Server::install_routes() {
     const int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
-  // Enough connection threads that requests beyond slots + queue reach us and get a
-  // 429 instead of waiting unseen in the accept backlog.
-  const size_t n_threads = static_cast<size_t>(options_.slots + options_.queue + 8);
-  h.new_task_queue = [n_threads] { return new httplib::ThreadPool(n_threads); };
-
+  // Connection threads (HardenedHttpServer): --max-connections, at least slots + queue
+  // + 1, so that requests beyond the queue reach us and get a 429 instead of waiting
+  // unseen in the accept backlog.
   h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     begin_request_log();
     if (!options_.cors_origin.empty()) {
-      res.set_header("Access-Control-Allow-Origin", options_.cors_origin);
-      res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
-      res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-      if (req.method == "OPTIONS") {
-        res.status = 204;
+      // Only the configured origin hears that it may read replies ("*": any); a
+      // preflight from another is refused.
+      const std::string origin = req.get_header_value("Origin");
+      res.set_header("Vary", "Origin");
+      if (options_.cors_origin == "*" || origin == options_.cors_origin) {
+        res.set_header("Access-Control-Allow-Origin", options_.cors_origin);
+        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        if (req.method == "OPTIONS") {
+          res.status = 204;
+          return httplib::Server::HandlerResponse::Handled;
+        }
+      } else if (req.method == "OPTIONS") {
+        send_error(res, ApiError(403, "origin '" + origin + "' is not allowed (--cors " + options_.cors_origin + ")",
+                                 "", "origin_not_allowed"));
         return httplib::Server::HandlerResponse::Handled;
       }
+    }
+    if (!options_.web_root.empty() && (req.method == "GET" || req.method == "HEAD") && !inside_web_root(req.path)) {
+      send_error(res, ApiError(404, "not found", "", "not_found"));
+      return httplib::Server::HandlerResponse::Handled;
     }
     if (!authorized(req)) {
       send_error(res, ApiError(401, "missing or wrong API key: send 'Authorization: Bearer <key>'", "",
@@ -212,11 +230,14 @@ void Server::install_routes() {
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
-  h.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+  // httplib's own refusals (413, 414, 400 malformed, 404) come without a body.
+  h.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     std::string message = "HTTP " + std::to_string(res.status);
     if (res.status == 404) message = "no such endpoint: " + req.method + " " + req.path;
-    if (res.status == 413) message = "request body too large";
+    if (res.status == 413) message = "request body exceeds --max-body-bytes " + std::to_string(options_.max_body_bytes);
+    if (res.status == 414) message = "request URI too long (at most 8192 bytes)";
+    if (res.status == 400) message = "malformed HTTP request";
     res.set_content(ApiError(res.status, message).body().dump(), "application/json");
   });
   h.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
@@ -259,6 +280,7 @@ void Server::install_routes() {
     if (!std::filesystem::exists(std::filesystem::path(options_.web_root) / "index.html")) {
       throw std::invalid_argument("--web-root: no index.html in '" + options_.web_root + "'");
     }
+    web_root_canonical_ = std::filesystem::canonical(options_.web_root).string();
     h.set_mount_point("/", options_.web_root);
     // Cross-origin isolation lets the page run the pthreads build (SharedArrayBuffer).
     h.set_file_request_handler([](const httplib::Request&, httplib::Response& res) {
@@ -269,44 +291,11 @@ void Server::install_routes() {
   }
 }
 
-void Server::serve_model_file(httplib::Server& h) {
-  const std::filesystem::path file = options_.model_file;
-  const std::string route = "/models/" + file.filename().string();
-  h.Get(route, [file](const httplib::Request&, httplib::Response& res) {
-    std::error_code ec;
-    const uint64_t size = std::filesystem::file_size(file, ec);
-    if (ec) {
-      res.status = 404;
-      return;
-    }
-    res.set_header("Cross-Origin-Resource-Policy", "same-origin");
-    res.set_header("Cache-Control", "no-cache");
-    // httplib answers Range requests from a sized provider (206 + Content-Range).
-    res.set_content_provider(
-        static_cast<size_t>(size), "application/octet-stream",
-        [file](size_t offset, size_t length, httplib::DataSink& sink) {
-          std::ifstream in(file, std::ios::binary);
-          in.seekg(static_cast<std::streamoff>(offset));
-          std::vector<char> buf(std::min<size_t>(length, size_t{1} << 20));
-          size_t left = length;
-          while (left > 0 && in) {
-            const size_t n = std::min(left, buf.size());
-            in.read(buf.data(), static_cast<std::streamsize>(n));
-            const auto got = static_cast<size_t>(in.gcount());
-            if (got == 0 || !sink.write(buf.data(), got)) return false;
-            left -= got;
-          }
-          return left == 0;
-        });
-  });
-}
-
 bool Server::authorized(const httplib::Request& req) const {
   if (options_.api_key.empty()) return true;
-  if (req.path == "/health" || req.path.rfind("/v1/", 0) != 0) {
-    return req.path != "/metrics" || req.get_header_value("Authorization") == "Bearer " + options_.api_key;
-  }
-  return req.get_header_value("Authorization") == "Bearer " + options_.api_key;
+  // /health and the demo page are open; /v1 and /metrics need the key.
+  if (req.path != "/metrics" && req.path.rfind("/v1/", 0) != 0) return true;
+  return same_secret(req.get_header_value("Authorization"), "Bearer " + options_.api_key);
 }
 
 void Server::check_model_name(const std::string& model) const {
@@ -400,6 +389,7 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
     const json body = parse_json_body(req.body);
     if (!admit_fields(req, res, body, chat ? Endpoint::ChatCompletions : Endpoint::Completions)) return;
     request = generation_request_from_json(body, chat, engine_->config().n_vocab);
+    check_request_limits(request, options_.limits);
     check_model_name(request.model);
     if (!engine_->config().generative()) {
       throw ApiError(400, embedding_model_refusal(engine_->config()), "model", "model_not_supported");
@@ -422,6 +412,13 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
       prompt = prompt_format_.tokens(PromptInput::from_text(request.prompt));
     }
     const int n_ctx = engine_->n_ctx();
+    const int max_prompt = options_.limits.max_prompt_tokens;
+    if (max_prompt > 0 && static_cast<int>(prompt.size()) > max_prompt) {
+      throw ApiError(400,
+                     "the prompt has " + std::to_string(prompt.size()) + " tokens; this server takes at most " +
+                         std::to_string(max_prompt) + " (--max-prompt-tokens)",
+                     chat ? "messages" : "prompt", "limit_exceeded");
+    }
     options.sampler = request.sampler;
     options.stop = request.stop;
     options.max_tokens = request.max_tokens ? *request.max_tokens : -1;
@@ -438,7 +435,12 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
     // Refused before queueing for a slot; absent max_tokens: up to a full context,
     // also where the context shifts (--keep).
     check_request_fits(static_cast<int>(prompt.size()), options, n_ctx, engine_->options().n_keep >= 0);
-    if (!request.max_tokens) options.max_tokens = n_ctx - static_cast<int>(prompt.size());
+    if (!request.max_tokens) {
+      options.max_tokens = n_ctx - static_cast<int>(prompt.size());
+      if (options_.limits.max_completion_tokens > 0) {
+        options.max_tokens = std::min(options.max_tokens, options_.limits.max_completion_tokens);
+      }
+    }
     lease = acquire_slot(prompt);
   } catch (const ApiError& e) {
     send_error(res, e);

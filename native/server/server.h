@@ -5,8 +5,11 @@
 //   - a bounded queue of waiting requests; beyond it, 429 with Retry-After.
 //   - one request computes at a time (they share the thread pool); a client that goes
 //     away cancels its generation at the next token.
-//   - stop(): no new requests; in-flight ones finish or are cut at the deadline (their
-//     streams still end with [DONE]); run() returns when all have ended.
+//   - stop(): no new requests (the port closes; a request on an open connection gets
+//     503 + Retry-After, /health 503); in-flight ones finish or are cut at the deadline
+//     (their streams still end with [DONE]); run() returns when all have ended.
+//   - hostile clients meet limits (connection.h: slow or huge requests, too many
+//     connections; RequestLimits: what one request may ask for), each a clear 4xx.
 #pragma once
 
 #include <atomic>
@@ -24,13 +27,8 @@
 #include "core/chat/chat_template.h"
 #include "core/runtime/engine.h"
 #include "native/server/api.h"
+#include "native/server/connection.h"
 #include "native/server/scheduler.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace runnel::server {
 
@@ -47,6 +45,8 @@ struct ServerOptions {
   // GET /models/<file name> (Range requests work: the page's download resumes).
   std::string model_file;
   size_t max_body_bytes = 8u << 20;
+  ConnectionLimits connection;  // timeouts, header bytes, open connections
+  RequestLimits limits;         // messages, prompt and completion tokens, stop, logit_bias
   double shutdown_deadline_s = 10;
   std::string session_path;  // slot 0's conversation: restored at start, saved at stop
   // Requests with fields we do not implement (tools, logprobs, suffix, ...):
@@ -84,6 +84,9 @@ class Server {
   };
   class Lease;
   void serve_model_file(httplib::Server& h);
+  // Whether GET `path` (percent-decoded) names a file inside web_root once symlinks
+  // are resolved (web_root.cpp).
+  bool inside_web_root(const std::string& path) const;
   struct Outcome {
     Usage usage;
     std::string finish_reason;  // "error" when the generation failed mid-way
@@ -113,7 +116,8 @@ class Server {
   std::unique_ptr<Engine> draft_engine_;
   ServerOptions options_;
   PromptFormat prompt_format_;  // chat template and BOS policy
-  std::unique_ptr<httplib::Server> http_;
+  std::string web_root_canonical_;  // web_root with symlinks resolved
+  std::unique_ptr<HardenedHttpServer> http_;
 
   std::mutex slots_mutex_;  // slots_[i].busy, waiting_, shutting_down_
   std::condition_variable slot_freed_;

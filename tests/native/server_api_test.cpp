@@ -93,6 +93,8 @@ TEST_CASE("server api: bad requests are 400s naming the field", "[server]") {
   };
   const Bad cases[] = {
       {"{not json", true, "", "not valid JSON"},
+      // Found by fuzzing (tests/fuzz/corpus/server_api/regression-number-overflow): a 500.
+      {R"({"temperature": 18E4467440737})", true, "", "number out of range"},
       {"[1, 2]", true, "body", "must be a JSON object"},
       {"{}", true, "messages", "'messages' is required"},
       {R"({"messages": "hi"})", true, "messages", "must be an array"},
@@ -346,6 +348,53 @@ TEST_CASE("server api: malformed tools and tool messages name the field", "[serv
         "messages[0].tool_calls");
   CHECK(error_of(R"({"messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "{x"}}]}]})")
             .param == "messages[0].tool_calls[0].function.arguments");
+}
+
+}  // namespace runnel::server
+
+namespace runnel::server {
+
+TEST_CASE("server api: requests beyond the server's limits are 400s naming the field and the limit", "[server]") {
+  RequestLimits limits;
+  limits.max_messages = 3;
+  limits.max_completion_tokens = 100;
+  const auto refusal = [&](const std::string& body) -> ApiError {
+    try {
+      check_request_limits(parse_generation_request(body, true, 1000), limits);
+    } catch (const ApiError& e) {
+      return e;
+    }
+    FAIL("no error for " << body);
+    return ApiError(0, "");
+  };
+  const std::string m = R"({"role": "user", "content": "hi"})";
+  // At the limits: accepted.
+  CHECK_NOTHROW(check_request_limits(
+      parse_generation_request("{\"messages\": [" + m + "," + m + "," + m + "], \"max_tokens\": 100, \"stop\": [\"" +
+                                   std::string(256, 's') + "\"]}",
+                               true, 1000),
+      limits));
+  ApiError e = refusal("{\"messages\": [" + m + "," + m + "," + m + "," + m + "]}");
+  CHECK(e.status == 400);
+  CHECK(e.param == "messages");
+  CHECK(e.code == "limit_exceeded");
+  CHECK(std::string(e.what()) == "'messages' may hold at most 3 messages, got 4 (--max-messages)");
+  e = refusal("{\"messages\": [" + m + "], \"max_completion_tokens\": 101}");
+  CHECK(e.param == "max_tokens");
+  CHECK(std::string(e.what()) == "'max_tokens' may be at most 100, got 101 (--max-completion-tokens)");
+  e = refusal("{\"messages\": [" + m + "], \"stop\": [\"end\", \"" + std::string(257, 's') + "\"]}");
+  CHECK(e.param == "stop");
+  CHECK(std::string(e.what()) == "'stop' sequences may be at most 256 bytes, got 257 (a fixed limit)");
+  limits.max_logit_bias = 10;
+  std::string small_bias;
+  for (int i = 0; i < 11; ++i) small_bias += (i ? ",\"" : "\"") + std::to_string(i) + "\": 1";
+  e = refusal("{\"messages\": [" + m + "], \"logit_bias\": {" + small_bias + "}}");
+  CHECK(e.param == "logit_bias");
+  CHECK(std::string(e.what()) == "'logit_bias' may hold at most 10 entries, got 11 (a fixed limit)");
+  // No limit on completions' messages (they have none); 0 means none on max_tokens.
+  limits.max_completion_tokens = 0;
+  CHECK_NOTHROW(check_request_limits(parse_generation_request(R"({"prompt": "a", "max_tokens": 100000})", false, 1000),
+                                     limits));
 }
 
 }  // namespace runnel::server
