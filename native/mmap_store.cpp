@@ -60,10 +60,14 @@ void MmapStore::map_file(const std::string& path) {
   void* addr = ::mmap(nullptr, n_bytes, PROT_READ, MAP_PRIVATE, fd, 0);
   if (addr == MAP_FAILED) os_error("cannot mmap", path, errno);
   const int kept_fd = ::dup(fd);  // for posix_fadvise; -1 only disables page-cache drops
-  maps_.push_back(Mapping{addr, n_bytes, kept_fd});
+  maps_.push_back(Mapping{addr, n_bytes, kept_fd, path});
 }
 
 MmapStore::~MmapStore() {
+  experts_.reset();  // its I/O threads read through direct_fds_
+  for (const int fd : direct_fds_) {
+    if (fd >= 0) ::close(fd);
+  }
   for (const auto& [addr, n_bytes] : copies_) ::munmap(addr, n_bytes);
   for (const Mapping& m : maps_) {
     ::munmap(m.addr, m.n_bytes);
@@ -160,9 +164,54 @@ void MmapStore::release(int layer) {
   }
 }
 
+int MmapStore::set_expert_streaming(uint64_t cache_bytes, int min_slots) {
+  std::vector<ExpertCache::File> files;
+  for (const Mapping& m : maps_) {
+    const int direct = ::open(m.path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);  // -1: buffered reads
+    direct_fds_.push_back(direct);
+    files.push_back(ExpertCache::File{m.path, m.fd, direct});
+  }
+  std::vector<ExpertSlots::Stack> stacks = ExpertSlots::stacks_of(model_);
+  int n_layers = 0, n_experts = 0;
+  size_t index = 0;  // stacks_of's order
+  for (const GgufTensorInfo& t : model_.tensors) {
+    if (!is_expert_stack(t) || layer_of_tensor(t.name) < 0) continue;
+    n_layers = std::max(n_layers, layer_of_tensor(t.name) + 1);
+    n_experts = std::max(n_experts, static_cast<int>(t.dims[2]));
+    expert_stack_[&t] = index++;
+  }
+  experts_ = std::make_unique<ExpertCache>(std::move(files), std::move(stacks), n_layers, n_experts, cache_bytes,
+                                           min_slots);
+  return experts_->n_slots();
+}
+
+bool MmapStore::tensor_streamed(const GgufTensorInfo& tensor) const {
+  return layer_streamed(layer_of_tensor(tensor.name)) || (experts_ && expert_stack_.count(&tensor) > 0);
+}
+
+bool MmapStore::experts_streamed(int /*layer*/) const { return experts_ != nullptr; }
+
+void MmapStore::fetch_experts(int layer, std::span<const int> ids) {
+  if (experts_) experts_->fetch(layer, ids);
+}
+
+void MmapStore::unpin_experts(int layer) {
+  if (experts_) experts_->unpin(layer);
+}
+
+int MmapStore::expert_pin_capacity() const {
+  return experts_ ? experts_->n_slots() : WeightStore::expert_pin_capacity();
+}
+
+std::span<const uint8_t> MmapStore::expert_bytes(const GgufTensorInfo& stack, int e) {
+  if (!experts_) return WeightStore::expert_bytes(stack, e);
+  return experts_->bytes(expert_stack_.at(&stack), e);
+}
+
+ExpertCacheStats MmapStore::expert_stats() const { return experts_ ? experts_->stats() : ExpertCacheStats{}; }
+
 uint8_t* MmapStore::copy_space(const GgufTensorInfo& tensor, size_t n_bytes) {
-  const int layer = layer_of_tensor(tensor.name);
-  if (layer_streamed(layer)) return nullptr;
+  if (tensor_streamed(tensor)) return nullptr;
   if (n_bytes == 0) return nullptr;
   void* addr = ::mmap(nullptr, n_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (addr == MAP_FAILED) {

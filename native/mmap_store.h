@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/host/weight_store.h"
+#include "native/expert_cache.h"
 
 namespace runnel {
 
@@ -45,6 +46,20 @@ class MmapStore : public WeightStore {
   bool streaming() const { return !streamed_.empty(); }
   // Whether set_streaming() streams this layer (its tensors are never copied).
   bool layer_streamed(int layer) const;
+  // Expert streaming, for mixture-of-experts models whose expert stacks do not fit the
+  // budget but everything else does: every expert stack is read through an ExpertCache
+  // of `cache_bytes` (the rest stays resident). min_slots: the fewest experts the
+  // forward pass must hold at once. Returns the cache's slots.
+  int set_expert_streaming(uint64_t cache_bytes, int min_slots);
+  // Whether this tensor's bytes are read as it runs (a streamed layer's or an expert
+  // stack through the cache): such tensors are never copied.
+  bool tensor_streamed(const GgufTensorInfo& tensor) const;
+  bool experts_streamed(int layer) const override;
+  void fetch_experts(int layer, std::span<const int> ids) override;
+  void unpin_experts(int layer) override;
+  int expert_pin_capacity() const override;
+  std::span<const uint8_t> expert_bytes(const GgufTensorInfo& stack, int e) override;
+  ExpertCacheStats expert_stats() const override;
   void acquire(int layer) override;
   void release(int layer) override;
   // Copies of tensors of layers that stay resident live in anonymous memory (transparent
@@ -69,6 +84,7 @@ class MmapStore : public WeightStore {
     void* addr = nullptr;
     size_t n_bytes = 0;
     int fd = -1;  // kept open for posix_fadvise when streaming
+    std::string path;
   };
   struct Range {
     uint32_t file_index;
@@ -84,6 +100,9 @@ class MmapStore : public WeightStore {
   GgufModel model_;
   std::map<int, std::vector<Range>> layer_ranges_;
   std::vector<bool> streamed_;  // per layer: released after use
+  std::unique_ptr<ExpertCache> experts_;
+  std::map<const GgufTensorInfo*, size_t> expert_stack_;  // stack -> index in experts_
+  std::vector<int> direct_fds_;                          // O_DIRECT descriptors for experts_
   std::vector<std::pair<void*, size_t>> copies_;  // anonymous mappings from copy_space
   uint64_t dropped_bytes_ = 0;                    // tensors copied and dropped
   std::function<void(uint64_t)> on_load_progress_;

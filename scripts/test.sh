@@ -33,9 +33,10 @@
 #            against llama.cpp's AVX2 build (what an AVX2-only host runs), with runnel's
 #            avx2 and ref kernels (a copy of the suite in build-parity-avx2). arch.test.mjs
 #            compares tiny random models of every architecture at every prompt position
-#   memory   scripts/cgroup_test.sh: SmolLM2 (3/4 of its size) and the 1B-shaped
-#            Q4_K_M (half its size) streamed inside a cgroup memory limit, same greedy
-#            tokens as unlimited (skips without cgroups)
+#   memory   scripts/cgroup_test.sh: SmolLM2 (3/4 of its size), the 1B-shaped
+#            Q4_K_M and the moe-small Q4_K_M (experts streamed; each half its size)
+#            inside a cgroup memory limit, same greedy tokens as unlimited (skips
+#            without cgroups)
 #   server   node --test tests/server/: `runnel serve` driven by the openai npm client
 #            (hostile clients, the systemd unit and nginx config, a 3-replica fleet
 #            behind nginx), then scripts/load_test.sh (wrk, 32 connections, 60 s,
@@ -238,6 +239,9 @@ stage_memory() {
   # The 1B-shaped Q4_K_M (synthetic, written in seconds) in half its file size.
   scripts/gen_bench_models.sh 1b q4_k_m
   scripts/cgroup_test.sh models/bench/llama-1b-q4_k_m.gguf 0.5
+  # A mixture of experts (32 experts, 4 a token) in half its size: experts streamed.
+  scripts/gen_bench_models.sh moe-small q4_k_m
+  scripts/cgroup_test.sh models/bench/moe-small-q4_k_m.gguf 0.5
 }
 
 stage_server() {

@@ -71,11 +71,19 @@ export interface ModelInfo {
    *  --experimental-wasm-relaxed-simd), 'simd128' or 'ref'. */
   simd: string;
   floatOps: string;
-  /** True when layers are streamed from the file under memoryBudget. */
+  /** True when layers (or, for a mixture of experts, experts) are streamed from the
+   *  file under memoryBudget. */
   streaming: boolean;
   weightsResidentBytes: number;
   /** Bytes of weights read from the file so far. */
   bytesRead: number;
+  /** Mixture of experts under memoryBudget: experts the expert cache holds (0: none). */
+  expertCacheSlots: number;
+  /** The memory plan the load was checked against: all resident (totalBytes), the least
+   *  with layers streamed, the expert stacks' share, and (mixture of experts; else 0)
+   *  the least with experts streamed through the expert cache. A memoryBudget from
+   *  expertStreamingBytes up to totalBytes streams experts. */
+  memoryPlan: { totalBytes: number; streamingBytes: number; expertBytes: number; expertStreamingBytes: number };
   kvBytesPerSession: number;
   /** wasm memory size. */
   heapBytes: number;
@@ -213,6 +221,8 @@ export interface GenerationStats {
   bytesRead: number;
   bytesReadPerToken: number;
   weightsResidentBytes: number;
+  /** Mixture of experts with an expert cache: the share of picked experts found in it. */
+  expertHitRate: number;
   /** Speculative decoding (lookupNgram): draft tokens checked, and of them accepted. */
   draftTokens: number;
   draftTokensAccepted: number;

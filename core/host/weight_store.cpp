@@ -17,4 +17,11 @@ int layer_of_tensor(std::string_view name) {
   return layer;
 }
 
+bool is_expert_stack(const GgufTensorInfo& t) {
+  constexpr std::string_view kSuffix = "_exps.weight";
+  const std::string_view name = t.name;
+  return t.dims.size() == 3 && t.dims[2] > 0 && name.size() > kSuffix.size() &&
+         name.substr(name.size() - kSuffix.size()) == kSuffix;
+}
+
 }  // namespace runnel

@@ -226,8 +226,7 @@ Matrix Model::expert_matrix(const GgufTensorInfo* t, int e) {
     const size_t bytes = static_cast<size_t>(t->dims[1] / kX8Rows) * group_bytes;
     return Matrix{it->second + static_cast<size_t>(e) * bytes, t->type, t->dims[0], t->dims[1], true};
   }
-  const size_t bytes = static_cast<size_t>(t->dims[1]) * row_bytes(t->type, t->dims[0]);
-  return Matrix{store_.tensor_bytes(*t).data() + static_cast<size_t>(e) * bytes, t->type, t->dims[0], t->dims[1]};
+  return Matrix{store_.expert_bytes(*t, e).data(), t->type, t->dims[0], t->dims[1]};
 }
 
 std::array<Matrix, 3> Model::qkv_matrices(const LayerTensors& w) {

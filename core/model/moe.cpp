@@ -78,15 +78,13 @@ void Model::moe_block(int l, int n, ForwardScratch& s, Parallel& par) {
   // pair's input row gathered into moe_in[row]; expert e takes rows [first[e], first[e] +
   // count[e]), and its gate / up rows, activated, and its outputs (moe_out) the same rows.
   int first[kMaxExperts], count[kMaxExperts];
-  int row = 0, max_count = 0, n_active = 0;
+  int row = 0;
   for (int e = 0; e < c.n_expert; ++e) {
     first[e] = row;
     for (int pair = 0; pair < n_pairs; ++pair) {
       if (s.picked[pair] == e) s.routed[row++] = pair;
     }
     count[e] = row - first[e];
-    max_count = std::max(max_count, count[e]);
-    n_active += count[e] > 0;
   }
   for (int r = 0; r < n_pairs; ++r) {
     const float* x = &s.xb[static_cast<size_t>(s.routed[r] / k) * n_embd];
@@ -107,42 +105,71 @@ void Model::moe_block(int l, int n, ForwardScratch& s, Parallel& par) {
   const auto up_at = [&](int e) { return &s.up[static_cast<size_t>(first[e]) * ff]; };
   const auto out_at = [&](int e) { return &s.moe_out[static_cast<size_t>(first[e]) * n_embd]; };
 
-  // Decoding (each expert gets a token or two): every expert's gate and up in one
-  // dispatch, then every down in another, when the biases need no decoding.
   const bool f32_biases = !w.gate_exps_b || (w.gate_exps_b->type == GgmlType::F32 &&
                                              w.up_exps_b->type == GgmlType::F32 && w.down_exps_b->type == GgmlType::F32);
-  bool done = false;
-  if ((max_count < kMinGemmTokens || s.mm.per_token) && f32_biases && 2 * static_cast<size_t>(n_active) <= kMaxRoutedJobs) {
-    RoutedJob jobs[kMaxRoutedJobs];
-    size_t n_jobs = 0;
-    for (int e = 0; e < c.n_expert; ++e) {
-      if (count[e] == 0) continue;
-      jobs[n_jobs++] = {expert_matrix(w.gate_exps, e), in_at(e), count[e], gate_at(e), expert_bias(w.gate_exps_b, e, tmp)};
-      jobs[n_jobs++] = {expert_matrix(w.up_exps, e), in_at(e), count[e], up_at(e), expert_bias(w.up_exps_b, e, tmp)};
-    }
-    const auto glu = [&](int64_t r0, int64_t r1) { activate(0, n_pairs, r0, r1); };
-    const RowEpilogue epilogue = std::cref(glu);
-    if (matmul_routed(par, std::span<const RoutedJob>(jobs, n_jobs), s.mm, &epilogue)) {
-      n_jobs = 0;
-      for (int e = 0; e < c.n_expert; ++e) {
-        if (count[e] == 0) continue;
-        jobs[n_jobs++] = {expert_matrix(w.down_exps, e), gate_at(e), count[e], out_at(e),
-                          expert_bias(w.down_exps_b, e, tmp)};
+  // experts[0..n_group): the experts computed together (all that are picked, unless the
+  // store streams experts and holds fewer at once)
+  const auto run_experts = [&](const int* experts, int n_group) {
+    int group_max = 0;
+    for (int i = 0; i < n_group; ++i) group_max = std::max(group_max, count[experts[i]]);
+    // Decoding (each expert gets a token or two): every expert's gate and up in one
+    // dispatch, then every down in another, when the biases need no decoding.
+    if ((group_max < kMinGemmTokens || s.mm.per_token) && f32_biases &&
+        2 * static_cast<size_t>(n_group) <= kMaxRoutedJobs) {
+      RoutedJob jobs[kMaxRoutedJobs];
+      size_t n_jobs = 0;
+      for (int i = 0; i < n_group; ++i) {
+        const int e = experts[i];
+        jobs[n_jobs++] = {expert_matrix(w.gate_exps, e), in_at(e), count[e], gate_at(e), expert_bias(w.gate_exps_b, e, tmp)};
+        jobs[n_jobs++] = {expert_matrix(w.up_exps, e), in_at(e), count[e], up_at(e), expert_bias(w.up_exps_b, e, tmp)};
       }
-      done = matmul_routed(par, std::span<const RoutedJob>(jobs, n_jobs), s.mm);
-      if (!done) throw std::logic_error("moe: the down products did not fit where gate and up did");
+      // the group's rows only: activate() must not touch rows of experts not yet computed
+      const auto glu = [&](int64_t r0, int64_t r1) {
+        for (int i = 0; i < n_group; ++i) activate(first[experts[i]], count[experts[i]], r0, r1);
+      };
+      const RowEpilogue epilogue = std::cref(glu);
+      if (matmul_routed(par, std::span<const RoutedJob>(jobs, n_jobs), s.mm, &epilogue)) {
+        n_jobs = 0;
+        for (int i = 0; i < n_group; ++i) {
+          const int e = experts[i];
+          jobs[n_jobs++] = {expert_matrix(w.down_exps, e), gate_at(e), count[e], out_at(e),
+                            expert_bias(w.down_exps_b, e, tmp)};
+        }
+        if (!matmul_routed(par, std::span<const RoutedJob>(jobs, n_jobs), s.mm)) {
+          throw std::logic_error("moe: the down products did not fit where gate and up did");
+        }
+        return;
+      }
     }
+    // Prompts: each expert's rows meet its weights in the batched products.
+    for (int i = 0; i < n_group; ++i) {
+      const int e = experts[i];
+      const auto glu = [&](int64_t r0, int64_t r1) { activate(first[e], count[e], r0, r1); };
+      const RowEpilogue epilogue = std::cref(glu);
+      const MatmulJob gate_up[] = {{expert_matrix(w.gate_exps, e), gate_at(e), expert_bias(w.gate_exps_b, e, tmp)},
+                                   {expert_matrix(w.up_exps, e), up_at(e), expert_bias(w.up_exps_b, e, tmp + ff)}};
+      matmul(par, in_at(e), count[e], gate_up, s.mm, &epilogue);
+      const MatmulJob down[] = {{expert_matrix(w.down_exps, e), out_at(e), expert_bias(w.down_exps_b, e, tmp + 2 * ff)}};
+      matmul(par, gate_at(e), count[e], down, s.mm);
+    }
+  };
+  int active[kMaxExperts];
+  int n_active_ids = 0;
+  for (int e = 0; e < c.n_expert; ++e) {
+    if (count[e] > 0) active[n_active_ids++] = e;
   }
-  // Prompts: each expert's rows meet its weights in the batched products.
-  for (int e = 0; e < c.n_expert && !done; ++e) {
-    if (count[e] == 0) continue;
-    const auto glu = [&](int64_t r0, int64_t r1) { activate(first[e], count[e], r0, r1); };
-    const RowEpilogue epilogue = std::cref(glu);
-    const MatmulJob gate_up[] = {{expert_matrix(w.gate_exps, e), gate_at(e), expert_bias(w.gate_exps_b, e, tmp)},
-                                 {expert_matrix(w.up_exps, e), up_at(e), expert_bias(w.up_exps_b, e, tmp + ff)}};
-    matmul(par, in_at(e), count[e], gate_up, s.mm, &epilogue);
-    const MatmulJob down[] = {{expert_matrix(w.down_exps, e), out_at(e), expert_bias(w.down_exps_b, e, tmp + 2 * ff)}};
-    matmul(par, gate_at(e), count[e], down, s.mm);
+  if (!store_.experts_streamed(l)) {
+    run_experts(active, n_active_ids);
+  } else {
+    // Streamed experts: read the picked ones into the store's cache, as many at a time as
+    // it pins.
+    const int cap = std::max(1, store_.expert_pin_capacity());
+    for (int g = 0; g < n_active_ids; g += cap) {
+      const int n_group = std::min(cap, n_active_ids - g);
+      store_.fetch_experts(l, std::span<const int>(active + g, n_group));
+      run_experts(active + g, n_group);
+      store_.unpin_experts(l);
+    }
   }
   // picked[pair] now becomes the pair's row of moe_out (the expert ids are done with)
   for (int r = 0; r < n_pairs; ++r) s.picked[s.routed[r]] = r;

@@ -10,6 +10,7 @@
 
 #include "core/kv/kv_cache.h"
 #include "core/model/model.h"
+#include "core/host/expert_slots.h"
 #include "core/host/weight_store.h"
 #include "kernels/kernels.h"
 
@@ -100,11 +101,23 @@ MemoryPlan plan_memory(const GgufModel& model, const ModelConfig& c, const Memor
   }
   p.scratch_bytes = plan_scratch_bytes(c, o, float_gemm);
   p.overhead_bytes = kFixedOverhead + static_cast<uint64_t>(c.n_vocab) * kBytesPerToken;
+  if (c.n_expert > 0) {
+    std::map<int, int> experts_of_layer;
+    for (const GgufTensorInfo& t : model.tensors) {
+      if (!is_expert_stack(t)) continue;
+      p.expert_bytes += resident_bytes(t);
+      experts_of_layer[layer_of_tensor(t.name)] = static_cast<int>(t.dims[2]);
+    }
+    for (const auto& [layer, n] : experts_of_layer) p.n_experts += n;
+    p.expert_slot_bytes = ExpertSlots::slot_bytes(ExpertSlots::stacks_of(model));
+    p.min_expert_slots = p.expert_bytes > 0 ? 2 * c.n_expert_used : 0;
+  }
   return p;
 }
 
 MemoryPlan::Fit MemoryPlan::fit(uint64_t budget) const {
   if (total_bytes() <= budget) return Fit::Resident;
+  if (min_expert_slots > 0 && expert_streaming_bytes() <= budget) return Fit::Experts;
   if (streaming_bytes() <= budget) return Fit::Streaming;
   return Fit::DoesNotFit;
 }
@@ -112,6 +125,14 @@ MemoryPlan::Fit MemoryPlan::fit(uint64_t budget) const {
 uint64_t MemoryPlan::weight_budget(uint64_t budget) const {
   const uint64_t other = kv_bytes + scratch_bytes + overhead_bytes;
   return budget > other ? budget - other : 0;
+}
+
+uint64_t MemoryPlan::expert_cache_bytes(uint64_t budget) const {
+  // Headroom: the plan's figures are estimates, and a cache that fills the budget to the
+  // byte makes the kernel reclaim the resident weights' pages, read again every token.
+  const uint64_t rest = total_bytes() - expert_bytes + std::max<uint64_t>(16 * kMiB, budget / 32);
+  const uint64_t cache = budget > rest ? budget - rest : 0;
+  return std::max(cache, static_cast<uint64_t>(min_expert_slots) * expert_slot_bytes);
 }
 
 uint64_t MemoryPlan::layer_budget(uint64_t budget) const {
@@ -137,6 +158,7 @@ std::string MemoryPlan::describe(uint64_t budget, const std::string& source) con
   row("weights", weights_bytes, "(mapped from the file)");
   row("  layers", weights_bytes - non_layer_bytes, "");
   row("  other", non_layer_bytes, "(embeddings, output, norms: always resident)");
+  if (expert_bytes > 0) row("  experts", expert_bytes, "(in the layers)");
   row("kv cache", kv_bytes, "");
   row("scratch", scratch_bytes, "");
   row("overhead", overhead_bytes, "(tokenizer, code, heap)");
@@ -144,6 +166,19 @@ std::string MemoryPlan::describe(uint64_t budget, const std::string& source) con
   row("budget", budget, source.c_str());
   switch (fit(budget)) {
     case Fit::Resident: out += "fits: weights stay resident\n"; break;
+    case Fit::Experts: {
+      const uint64_t cache = expert_cache_bytes(budget);
+      const uint64_t slots = expert_slot_bytes > 0 ? cache / expert_slot_bytes : 0;
+      char buf[256];
+      std::snprintf(buf, sizeof buf,
+                    "experts streamed: the experts (%s) do not fit; the rest stays resident and a %s cache holds "
+                    "%llu of the %d experts (%.0f%%), read from the file as the router picks them\n",
+                    format_bytes(expert_bytes).c_str(), format_bytes(cache).c_str(),
+                    static_cast<unsigned long long>(std::min<uint64_t>(slots, n_experts)), n_experts,
+                    100.0 * static_cast<double>(std::min<uint64_t>(slots, n_experts)) / std::max(1, n_experts));
+      out += buf;
+      break;
+    }
     case Fit::Streaming:
       out += "streaming: the weights do not fit; layers are read from the file as they run (at least " +
              format_bytes(streaming_bytes()) + " needed, " + format_bytes(weight_budget(budget)) +

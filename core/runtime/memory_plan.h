@@ -9,6 +9,9 @@
 //   overhead = tokenizer tables + a fixed allowance for code, heap and stacks
 // Streaming (weights larger than what is left of the budget) needs room for the
 // tensors outside layers (kept resident) plus two layers (the current and the next).
+// A mixture-of-experts model streams experts first: everything but the expert stacks
+// stays resident, and what the budget has left holds an expert cache (at least
+// 2 * n_expert_used experts); only when even that does not fit are whole layers streamed.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +37,7 @@ struct MemoryPlanOptions {
 };
 
 struct MemoryPlan {
-  enum class Fit { Resident, Streaming, DoesNotFit };
+  enum class Fit { Resident, Experts, Streaming, DoesNotFit };
 
   uint64_t weights_bytes = 0;    // all tensors
   uint64_t non_layer_bytes = 0;  // token_embd, output, output_norm, rope_freqs
@@ -42,8 +45,18 @@ struct MemoryPlan {
   uint64_t kv_bytes = 0;
   uint64_t scratch_bytes = 0;
   uint64_t overhead_bytes = 0;
+  uint64_t expert_bytes = 0;       // expert stacks (in weights_bytes)
+  uint64_t expert_slot_bytes = 0;  // one expert of the largest layer, in an expert cache
+  int n_experts = 0;               // of all layers
+  int min_expert_slots = 0;        // 2 * n_expert_used; 0 for dense models
 
   uint64_t total_bytes() const { return weights_bytes + kv_bytes + scratch_bytes + overhead_bytes; }
+  // The least a run with experts streamed needs.
+  uint64_t expert_streaming_bytes() const {
+    return total_bytes() - expert_bytes + static_cast<uint64_t>(min_expert_slots) * expert_slot_bytes;
+  }
+  // The expert cache's share of `budget_bytes` (Fit::Experts): what the rest leaves.
+  uint64_t expert_cache_bytes(uint64_t budget_bytes) const;
   // The least a streamed run needs resident.
   uint64_t streaming_bytes() const {
     return non_layer_bytes + 2 * max_layer_bytes + kv_bytes + scratch_bytes + overhead_bytes;

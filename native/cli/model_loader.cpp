@@ -31,10 +31,18 @@ uint64_t load_repack_bytes(const MmapStore& store, const ModelConfig& config) {
   uint64_t total = 0;
   for (const GgufTensorInfo& t : store.model().tensors) {
     if (!x8_repacks(config, t)) continue;
-    if (store.layer_streamed(layer_of_tensor(t.name))) continue;
+    if (store.tensor_streamed(t)) continue;
     total += t.n_bytes;
   }
   return total;
+}
+
+std::string LoadedModel::streaming_note() const {
+  if (n_streamed_layers > 0) return "streaming " + std::to_string(n_streamed_layers) + " layers";
+  if (n_expert_slots > 0) {
+    return "experts streamed, a cache of " + std::to_string(n_expert_slots) + " of " + std::to_string(plan.n_experts);
+  }
+  return "";
 }
 
 void add_load_options(ArgParser& p, LoadRequest* r) {
@@ -127,7 +135,7 @@ LoadedModel load_model(const LoadRequest& r) {
     std::fputs(plan.describe(budget.bytes, budget.source).c_str(), stdout);
     if (r.extra_sessions >= 0) {
       // Each slot is a KV cache; the largest count that fits with the weights resident,
-      // and with layers streamed.
+      // and with experts or layers streamed.
       int resident = 0, streaming = 0;
       for (int n = 1; n <= 64; ++n) {
         MemoryPlanOptions more = po;
@@ -148,6 +156,9 @@ LoadedModel load_model(const LoadRequest& r) {
                              " needed even when streaming (kv cache " + format_bytes(plan.kv_bytes) + "), budget " +
                              format_bytes(budget.bytes) + " " + budget.source +
                              "; lower -c, use --kv-type q8_0, or raise --mem-budget (see --dry-run)");
+  }
+  if (fit == MemoryPlan::Fit::Experts) {
+    out.n_expert_slots = store->set_expert_streaming(plan.expert_cache_bytes(budget.bytes), plan.min_expert_slots);
   }
   if (fit == MemoryPlan::Fit::Streaming) {
     out.n_streamed_layers = store->set_streaming(plan.layer_budget(budget.bytes));

@@ -45,11 +45,14 @@ struct LoadedModel {
   MemoryPlan plan;
   int n_threads = 0;
   int n_streamed_layers = 0;
+  int n_expert_slots = 0;  // experts streamed through a cache of this many (0: not)
   int dry_run_status = 0;  // a dry run's exit status: 1 if the plan does not fit
   uint64_t budget_bytes = 0;  // the budget the plan was checked against
   // What it holds of that budget: the plan's total, or all of it when streaming.
+  // "streaming 12 layers", "experts streamed, a cache of 1400 of 6144", or "" (resident).
+  std::string streaming_note() const;
   uint64_t held_bytes() const {
-    return n_streamed_layers > 0 ? budget_bytes : std::min(plan.total_bytes(), budget_bytes);
+    return n_streamed_layers > 0 || n_expert_slots > 0 ? budget_bytes : std::min(plan.total_bytes(), budget_bytes);
   }
 };
 

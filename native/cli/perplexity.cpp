@@ -104,9 +104,7 @@ void print_load_line(const LoadedModel& loaded, double load_ms) {
   std::fprintf(stderr, "load: %.1f ms (%d threads, %s kernels, context %d, batch %d, kv %s%s)\n", load_ms,
                loaded.n_threads, std::string(kernels().isa).c_str(), loaded.engine->n_ctx(),
                loaded.engine->options().n_batch, std::string(kv_type_name(loaded.engine->options().kv_type)).c_str(),
-               loaded.n_streamed_layers > 0
-                   ? (", streaming " + std::to_string(loaded.n_streamed_layers) + " layers").c_str()
-                   : "");
+               loaded.streaming_note().empty() ? "" : (", " + loaded.streaming_note()).c_str());
 }
 
 void print_timing(int n_chunk, int n_ctx, double seconds) {

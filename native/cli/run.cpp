@@ -130,7 +130,7 @@ int run_command(const std::vector<std::string>& args) {
   engine->check_generative();  // an embedding model: one line, before echoing anything
   const MemoryPlan& plan = loaded.plan;
   const int n_threads = loaded.n_threads;
-  const int n_streamed = loaded.n_streamed_layers;
+  const std::string streaming = loaded.streaming_note();
   const double load_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 
   const std::string prompt_text = read_prompt(o);
@@ -185,6 +185,7 @@ int run_command(const std::vector<std::string>& args) {
   // A chat reply is shown alone: the rendered template is markup, not the user's text.
   if (!o.no_display_prompt && !o.chat) write_stdout(prompt_text);
   const uint64_t read_before = process_read_bytes();
+  const ExpertCacheStats experts_before = engine->store().expert_stats();
   const std::unique_ptr<RequestRun> run = run_request(*session, prompt, request, [](std::string_view piece) {
     write_stdout(piece);
     return true;
@@ -227,10 +228,18 @@ int run_command(const std::vector<std::string>& args) {
   std::fprintf(stderr, "memory: resident %.1f MiB, read %.2f MiB/token from storage, kv %s %s, %s%s\n",
                static_cast<double>(process_rss_bytes()) / (1 << 20), static_cast<double>(read_bytes) / n_tokens / (1 << 20),
                std::string(kv_type_name(engine->options().kv_type)).c_str(), format_bytes(plan.kv_bytes).c_str(),
-               n_streamed > 0 ? ("streaming " + std::to_string(n_streamed) + " layers").c_str() : "all resident",
+               streaming.empty() ? "all resident" : streaming.c_str(),
                session->n_context_shifts() > 0
                    ? (", " + std::to_string(session->n_context_shifts()) + " context shifts").c_str()
                    : "");
+  const ExpertCacheStats experts = engine->store().expert_stats();
+  if (experts.n_slots > 0) {
+    const uint64_t hits = experts.hits - experts_before.hits, misses = experts.misses - experts_before.misses;
+    std::fprintf(stderr, "experts: hit rate %.1f%% (%llu of %llu picks cached), read %.2f MiB/token\n",
+                 hits + misses > 0 ? 100.0 * static_cast<double>(hits) / static_cast<double>(hits + misses) : 0.0,
+                 static_cast<unsigned long long>(hits), static_cast<unsigned long long>(hits + misses),
+                 static_cast<double>(experts.bytes_read - experts_before.bytes_read) / n_tokens / (1 << 20));
+  }
   return 0;
 }
 

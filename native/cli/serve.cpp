@@ -235,9 +235,7 @@ int serve_command(const std::vector<std::string>& args) {
                    "runnel serve: listening on http://%s:%d (model %s, %d slot%s, %d threads, %s kernels, kv %s%s%s)\n",
                    so.host.c_str(), port, so.model_alias.c_str(), so.slots, so.slots == 1 ? "" : "s", threads,
                    std::string(kernels().isa).c_str(), kv_type.c_str(),
-                   loaded.n_streamed_layers > 0
-                       ? (", streaming " + std::to_string(loaded.n_streamed_layers) + " layers").c_str()
-                       : "",
+                   loaded.streaming_note().empty() ? "" : (", " + loaded.streaming_note()).c_str(),
                    web_root_note(so.web_root).c_str());
     });
   } catch (...) {

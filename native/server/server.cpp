@@ -796,6 +796,18 @@ std::string Server::metrics_text() {
          static_cast<double>(read_bytes));
   metric("runnel_storage_read_bytes_per_token", "gauge", "Storage bytes read per evaluated token since start.",
          tokens > 0 ? static_cast<double>(read_bytes) / static_cast<double>(tokens) : 0.0);
+  // Mixture of experts under a memory budget: the expert cache.
+  const ExpertCacheStats experts = engine_->store().expert_stats();
+  if (experts.n_slots > 0) {
+    metric("runnel_expert_cache_slots", "gauge", "Experts the expert cache holds at once.",
+           static_cast<double>(experts.n_slots));
+    metric("runnel_expert_cache_hits_total", "counter", "Picked experts found in the expert cache.",
+           static_cast<double>(experts.hits));
+    metric("runnel_expert_cache_misses_total", "counter", "Picked experts read from storage.",
+           static_cast<double>(experts.misses));
+    metric("runnel_expert_read_bytes_total", "counter", "Bytes of experts read from storage.",
+           static_cast<double>(experts.bytes_read));
+  }
   return out;
 }
 

@@ -4,7 +4,8 @@
 // mapped originals are dropped) and through a SpanStore (which does not), on the same
 // kernel table and a 2-thread pool (bounds: tests/core/model/repacked_check.h). On x86
 // the file layout's products repeat the x8 products' float steps, so there an MmapStore
-// streaming every layer gives the resident one's logits bit for bit.
+// streaming every layer gives the resident one's logits bit for bit, and so does one
+// that streams its experts through an ExpertCache.
 #include <unistd.h>
 
 #include <algorithm>
@@ -130,6 +131,39 @@ TEST_CASE("x86: streamed (GGUF layout) layers give the repacked (x8) run's logit
 #if defined(__x86_64__)
   CHECK(n_checked >= 10);  // every x86 CPU we run on has AVX2
 #endif
+}
+
+TEST_CASE("experts streamed through the expert cache give the resident run's logits bit for bit",
+          "[model][x8][experts]") {
+  // The cache holds the file's layout; on x86 resident stacks are repacked (x8), and the
+  // tables give the same bits. 4 slots hold fewer than the 8 experts the 11-token prompt
+  // picks in a layer, so the prompt runs its experts in groups; 16 hold every expert.
+  int n_checked = 0;
+  for (const char* isa : {"ref", "avx2", "avx512"}) {
+    const test::SelectIsa selected(isa);
+    if (!selected.ok) continue;  // not this CPU
+    for (GgmlType type : test::kRepackTypes) {
+      const test::TinyModel m = test::build_tiny_model(moe_spec(type));
+      const std::string path = write_tiny_model(m, "experts");
+      const std::vector<float> resident = all_logits(MmapStore::open(path));
+      for (const int n_slots : {4, 16}) {
+        INFO("kernels " << isa << ", type " << traits(type).name << ", " << n_slots << " slots");
+        std::unique_ptr<MmapStore> streaming = MmapStore::open(path);
+        const uint64_t slot = ExpertSlots::slot_bytes(ExpertSlots::stacks_of(streaming->model()));
+        REQUIRE(streaming->set_expert_streaming(n_slots * slot, 4) == n_slots);
+        const std::vector<float> streamed = all_logits(std::move(streaming));
+        REQUIRE(streamed.size() == resident.size());
+        const auto diff =
+            std::mismatch(streamed.begin(), streamed.end(), resident.begin(),
+                          [](float x, float y) { return std::memcmp(&x, &y, sizeof x) == 0; });
+        INFO("first different logit: " << diff.first - streamed.begin() << " of " << streamed.size());
+        CHECK(diff.first == streamed.end());
+        ++n_checked;
+      }
+      std::filesystem::remove(path);
+    }
+  }
+  CHECK(n_checked >= 10);
 }
 
 }  // namespace runnel

@@ -64,6 +64,7 @@ struct SessionSlot {
   std::unique_ptr<Session> session;
   std::unique_ptr<RequestRun> run;
   uint64_t bytes_read_at_start = 0;
+  ExpertCacheStats experts_at_start;
   // A chat generation's reply is split into content, reasoning and tool calls at its end.
   std::optional<ChatSyntax> chat_syntax;
   std::string text;  // generated so far
@@ -155,6 +156,12 @@ json model_info(const LoadedModel& m) {
       {"streaming", m.store->streaming()},
       {"weightsResidentBytes", m.store->resident_bytes()},
       {"bytesRead", m.store->bytes_read()},
+      {"expertCacheSlots", m.store->expert_stats().n_slots},
+      {"memoryPlan",
+       {{"totalBytes", m.plan.total_bytes()},
+        {"streamingBytes", m.plan.streaming_bytes()},
+        {"expertBytes", m.plan.expert_bytes},
+        {"expertStreamingBytes", m.plan.min_expert_slots > 0 ? m.plan.expert_streaming_bytes() : 0}}},
       {"kvBytesPerSession", m.plan.kv_bytes},
       {"chatTemplate", m.format->has_chat_template()},
       {"bos", m.engine->tokenizer().bos()},
@@ -440,6 +447,12 @@ json logprobs_json(const SessionSlot& slot, const LoadedModel& m) {
   return entries;
 }
 
+// The share of picked experts found in the cache since `start` (0 without a cache).
+double expert_hit_rate(const ExpertCacheStats& now, const ExpertCacheStats& start) {
+  const uint64_t hits = now.hits - start.hits, picks = hits + now.misses - start.misses;
+  return picks > 0 ? static_cast<double>(hits) / static_cast<double>(picks) : 0.0;
+}
+
 json stats_json(const RequestRun& run, const SessionSlot& slot, const LoadedModel& m) {
   const GenerationStats& st = run.stats();
   return {{"promptTokens", st.n_prompt},
@@ -452,6 +465,7 @@ json stats_json(const RequestRun& run, const SessionSlot& slot, const LoadedMode
           {"cachedTokens", run.n_cached()},
           {"bytesRead", m.store->bytes_read() - slot.bytes_read_at_start},
           {"weightsResidentBytes", m.store->resident_bytes()},
+          {"expertHitRate", expert_hit_rate(m.store->expert_stats(), slot.experts_at_start)},
           {"draftTokens", st.n_drafted},
           {"draftTokensAccepted", st.n_draft_accepted}};
 }
@@ -532,6 +546,9 @@ EMSCRIPTEN_KEEPALIVE int rn_model_load(const char* request_json) {
     switch (plan.fit(budget)) {
       case MemoryPlan::Fit::Resident:
         store->load_weights(0);
+        break;
+      case MemoryPlan::Fit::Experts:
+        store->load_weights_streaming_experts(plan.expert_cache_bytes(budget), plan.min_expert_slots);
         break;
       case MemoryPlan::Fit::Streaming:
         store->load_weights(plan.layer_budget(budget));
@@ -681,6 +698,7 @@ EMSCRIPTEN_KEEPALIVE int rn_generate_start(int session, const char* request_json
       prompt = m.format->tokens(prompt_input(r));
     }
     slot.bytes_read_at_start = m.store->bytes_read();
+    slot.experts_at_start = m.store->expert_stats();
     slot.run = std::make_unique<RequestRun>(*slot.session, prompt, options);
     return 1;
   });

@@ -67,6 +67,56 @@ void JsStore::load_weights(uint64_t layer_budget_bytes) {
   layer_budget_ = std::max(layer_budget_bytes - pinned, max_layer);
 }
 
+void JsStore::load_weights_streaming_experts(uint64_t cache_bytes, int min_slots) {
+  stack_index_.assign(model_.tensors.size(), -1);
+  int n_layers = 0, n_experts = 0, n_stacks = 0;
+  for (size_t i = 0; i < model_.tensors.size(); ++i) {
+    const GgufTensorInfo& t = model_.tensors[i];
+    if (!is_expert_stack(t) || layer_of_tensor(t.name) < 0) continue;
+    n_layers = std::max(n_layers, layer_of_tensor(t.name) + 1);
+    n_experts = std::max(n_experts, static_cast<int>(t.dims[2]));
+    stack_index_[i] = n_stacks++;  // stacks_of's order
+  }
+  experts_ = std::make_unique<ExpertSlots>(ExpertSlots::stacks_of(model_), n_layers, n_experts, cache_bytes, min_slots);
+  resident_bytes_ += experts_->arena_bytes();
+  // Everything else is read whole, a tensor at a time (load() skips the stacks).
+  load(non_layer_);
+  for (Arena& a : layers_) load(a);
+}
+
+bool JsStore::experts_streamed(int /*layer*/) const { return experts_ != nullptr; }
+
+void JsStore::fetch_experts(int layer, std::span<const int> ids) {
+  if (!experts_) return;
+  for (const ExpertSlots::Read& r : experts_->fetch(layer, ids)) {
+    const JsFile& f = files_[r.file_index];
+    // the last block may pass the end of the file: read what there is of it
+    const uint64_t n = std::min(r.n_bytes, f.size() - std::min(f.size(), r.offset));
+    try {
+      if (n < r.n_needed) throw GgufError(f.name() + ": the file ends before an expert of layer " + std::to_string(layer));
+      f.read(r.offset, r.dst, static_cast<size_t>(n));
+    } catch (...) {
+      experts_->forget_pinned();
+      throw;
+    }
+    bytes_read_ += r.n_needed;
+  }
+}
+
+void JsStore::unpin_experts(int layer) {
+  if (experts_) experts_->unpin(layer);
+}
+
+int JsStore::expert_pin_capacity() const { return experts_ ? experts_->n_slots() : WeightStore::expert_pin_capacity(); }
+
+std::span<const uint8_t> JsStore::expert_bytes(const GgufTensorInfo& stack, int e) {
+  const size_t i = index_of(stack);
+  if (!through_cache(i)) return WeightStore::expert_bytes(stack, e);
+  return experts_->bytes(static_cast<size_t>(stack_index_[i]), e);
+}
+
+ExpertCacheStats JsStore::expert_stats() const { return experts_ ? experts_->stats() : ExpertCacheStats{}; }
+
 std::unique_ptr<uint8_t[]> JsStore::allocate(uint64_t n_bytes, const std::string& what) const {
   std::unique_ptr<uint8_t[]> p(new (std::nothrow) uint8_t[std::max<uint64_t>(n_bytes, 1)]);
   if (!p) {
@@ -82,6 +132,7 @@ void JsStore::load(Arena& a) {
   if (a.loaded) return;
   if (!per_tensor(a)) a.bytes = allocate(a.n_bytes, "a layer's weights");
   for (const size_t i : a.tensors) {
+    if (through_cache(i)) continue;
     const GgufTensorInfo& t = model_.tensors[i];
     Placement& p = placement_[i];
     uint8_t* dst = a.bytes.get() + p.offset;
@@ -113,6 +164,7 @@ size_t JsStore::index_of(const GgufTensorInfo& tensor) const {
 
 uint8_t* JsStore::copy_space(const GgufTensorInfo& tensor, size_t n_bytes) {
   const size_t i = index_of(tensor);
+  if (through_cache(i)) return nullptr;  // the cache keeps the file's layout
   if (!per_tensor(arena_of(placement_[i].arena - 1)))
     return nullptr;  // streamed: keep the file's layout
   copies_.push_back(allocate(n_bytes, "the repacked " + tensor.name));
@@ -132,6 +184,7 @@ std::span<const uint8_t> JsStore::tensor_bytes(const GgufTensorInfo& tensor) {
   const size_t i = index_of(tensor);
   const Placement& p = placement_[i];
   if (p.dropped) throw std::logic_error("tensor " + tensor.name + " was dropped after its repack");
+  if (through_cache(i)) throw std::logic_error("tensor " + tensor.name + " is read an expert at a time");
   Arena& a = arena_of(p.arena - 1);
   if (!a.loaded) {
     // A layer used outside acquire/release: read it now, through the LRU when streaming.

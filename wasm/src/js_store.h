@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "core/host/expert_slots.h"
 #include "core/host/weight_store.h"
 #include "wasm/src/js_file.h"
 
@@ -33,6 +34,10 @@ class JsStore : public WeightStore {
   // else stream layers within that many bytes (at least the largest layer's size is
   // used, so one always fits).
   void load_weights(uint64_t layer_budget_bytes);
+  // Reads the weights but the expert stacks, whose experts are read as the router picks
+  // them into an expert cache of cache_bytes (MemoryPlan::expert_cache_bytes; at least
+  // min_slots experts). Throws what ExpertSlots throws.
+  void load_weights_streaming_experts(uint64_t cache_bytes, int min_slots);
   // Called with bytes_read() after each tensor read (load progress).
   void on_load_progress(std::function<void(uint64_t)> fn) { on_load_progress_ = std::move(fn); }
 
@@ -43,7 +48,14 @@ class JsStore : public WeightStore {
   uint8_t* copy_space(const GgufTensorInfo& tensor, size_t n_bytes) override;
   void drop(const GgufTensorInfo& tensor) override;
 
-  bool streaming() const { return streaming_; }
+  bool experts_streamed(int layer) const override;
+  void fetch_experts(int layer, std::span<const int> ids) override;
+  void unpin_experts(int layer) override;
+  int expert_pin_capacity() const override;
+  std::span<const uint8_t> expert_bytes(const GgufTensorInfo& stack, int e) override;
+  ExpertCacheStats expert_stats() const override;
+
+  bool streaming() const { return streaming_ || experts_ != nullptr; }
   uint64_t resident_bytes() const { return resident_bytes_; }  // weights held now (copies included)
   uint64_t bytes_read() const { return bytes_read_; }           // since open
   int n_layers() const { return static_cast<int>(layers_.size()); }
@@ -73,7 +85,12 @@ class JsStore : public WeightStore {
   void load(Arena& a);
   void evict_for(uint64_t n_bytes);
 
+  // Whether tensor i is an expert stack read through experts_.
+  bool through_cache(size_t i) const { return experts_ && stack_index_[i] >= 0; }
+
   std::vector<JsFile> files_;
+  std::unique_ptr<ExpertSlots> experts_;
+  std::vector<int> stack_index_;  // per tensor: its index in ExpertSlots::stacks_of, or -1
   GgufModel model_;
   std::vector<Placement> placement_;  // per tensor
   Arena non_layer_;
