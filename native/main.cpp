@@ -23,6 +23,7 @@ constexpr const char* kUsage =
     "  serve     serve the model over the OpenAI API (runnel serve -m FILE [--port 8080])\n"
     "  bench     prompt and generation speed, like llama-bench (runnel bench -m FILE -p 128 -n 32)\n"
     "  perplexity  perplexity on a text, KL divergence, like llama-perplexity (runnel perplexity -m FILE -f TEXT)\n"
+    "  quantize  quantize a GGUF like llama-quantize (runnel quantize IN.gguf OUT.gguf Q4_K_M)\n"
     "  synth-model  write a synthetic 1B/8B-shaped GGUF for benchmarks\n"
     "  version   print the version and the git commit it was built from (also --version)\n"
     "\n"
@@ -56,6 +57,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "synth-model") return runnel::cli::synth_model_command(args);
   if (command == "bench") return runnel::cli::bench_command(args);
   if (command == "perplexity") return runnel::cli::perplexity_command(args);
+  if (command == "quantize") return runnel::cli::quantize_command(args);
   if (command == "version" || command == "--version") return version_command(args);
   throw runnel::cli::UsageError("unknown command '" + command + "' (try runnel --help)");
 }

@@ -18,22 +18,32 @@
 namespace runnel::ref {
 namespace {
 
+// For each integer k in [-127, 112], the first table index whose value is above k: the
+// upper end of x's interval for every x with floor(x) == k (the values are integers, so
+// x < v[m] exactly when floor(x) < v[m]). Built at compile time from the table.
+struct UpperIndexTable {
+  uint8_t at[240];  // at[k + 127]
+  constexpr UpperIndexTable() : at() {
+    for (int k = -127; k <= 112; ++k) {
+      int m = 0;
+      while (kIq4NlValues[m] <= k) ++m;
+      at[k + 127] = static_cast<uint8_t>(m);
+    }
+  }
+};
+constexpr UpperIndexTable kUpperIndex;
+
 // Index of the table value nearest to x (values ascending; a tie goes to the upper one,
-// as ggml's best_index_int8 has it): a bisection, then the closer of the two neighbours.
+// as ggml's best_index_int8 has it). ggml bisects for the interval; a table on floor(x)
+// finds the same one (this runs 16 times per element in the IQ4 scale searches), and the
+// same float comparison then picks the closer neighbour, so the answers are identical.
 int nearest_iq4_index(float x) {
   const int8_t* v = kIq4NlValues;
   if (x <= v[0]) return 0;
-  if (x >= v[15]) return 15;
-  int lo = 0;
-  int hi = 15;
-  while (hi - lo > 1) {
-    const int mid = (lo + hi) / 2;
-    if (x < v[mid]) {
-      hi = mid;
-    } else {
-      lo = mid;
-    }
-  }
+  if (!(x < v[15])) return 15;  // also NaN, where ggml's bisection ends at 15
+  int k = static_cast<int>(x);  // x in (-127, 113): truncation, then floor
+  if (static_cast<float>(k) > x) --k;
+  const int hi = kUpperIndex.at[k + 127];
   return x - v[hi - 1] < v[hi] - x ? hi - 1 : hi;
 }
 
