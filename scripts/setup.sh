@@ -29,6 +29,7 @@ readonly kTestPackages=(
   catch2 ccache                    # the Catch2 unit tests; cheap re-builds in fresh folders
   emscripten libclang-rt-14-dev    # the wasm build (unit tests under node, runnel-llm)
   clang-16 lld-16 llvm-16          # the relaxed-SIMD wasm kernels (kernels/wasm/relaxed)
+  libclang-rt-16-dev               # libFuzzer + sanitizer runtimes (scripts/fuzz.sh)
   g++-aarch64-linux-gnu qemu-user  # NEON kernels, cross-built and run under qemu
   chromium wrk                     # the demo page in headless Chromium; the server load test
   nginx-light systemd              # the server fleet behind nginx; systemd-analyze verify of its unit

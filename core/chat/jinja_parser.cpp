@@ -262,6 +262,7 @@ class ExprParser {
   }
 
   ExprPtr expression() {
+    const NestingGuard nested(*this);
     ExprPtr e = or_expr();
     if (accept_name("if")) {
       ExprPtr t = make(Expr::Kind::Ternary);
@@ -306,6 +307,7 @@ class ExprParser {
   }
   ExprPtr not_expr() {
     if (accept_name("not")) {
+      const NestingGuard nested(*this);
       ExprPtr e = make(Expr::Kind::Unary, "not");
       e->args.push_back(not_expr());
       return e;
@@ -366,11 +368,15 @@ class ExprParser {
   }
   ExprPtr unary() {
     if (accept_op("-")) {
+      const NestingGuard nested(*this);
       ExprPtr e = make(Expr::Kind::Unary, "-");
       e->args.push_back(unary());
       return e;
     }
-    if (accept_op("+")) return unary();
+    if (accept_op("+")) {
+      const NestingGuard nested(*this);
+      return unary();
+    }
     return postfix(primary());
   }
 
@@ -516,6 +522,21 @@ class ExprParser {
   std::vector<Token> tokens_;
   size_t pos_ = 0;
   int line_;
+
+  // Expressions nest (parentheses, lists, arguments, `not`, unary minus) at most
+  // kMaxNesting deep: the parser and the renderer recurse once per level, and thousands
+  // of "(" overflowed the stack (found by fuzzing: tests/fuzz/corpus/jinja/regression-deep-nesting).
+  static constexpr int kMaxNesting = 100;
+  int depth_ = 0;
+  struct NestingGuard {
+    explicit NestingGuard(ExprParser& p) : parser(p) {
+      if (++parser.depth_ > kMaxNesting) {
+        fail(parser.line_, "expressions nest deeper than " + std::to_string(kMaxNesting) + " levels");
+      }
+    }
+    ~NestingGuard() { --parser.depth_; }
+    ExprParser& parser;
+  };
 };
 
 // ---- statements

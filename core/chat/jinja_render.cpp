@@ -16,6 +16,12 @@ using Frame = std::vector<std::pair<std::string, Value>>;
 
 enum class Flow { Normal, Break, Continue };
 
+// Macro calls nested deeper than this fail with an error, as Python's Jinja fails with a
+// RecursionError: a recursive macro (Hermes' json_to_python_type walks a tool's schema)
+// that never ends would otherwise overflow the stack (found by fuzzing:
+// tests/fuzz/corpus/chat_messages/regression-macro-recursion). Real schemas nest a few levels.
+constexpr int kMaxMacroDepth = 64;
+
 class Renderer {
  public:
   Renderer(const Frame& globals, int64_t now) : now_(now) {
@@ -154,6 +160,15 @@ class Renderer {
         throw JinjaError("chat template: macro '" + macro->text + "' takes " +
                          std::to_string(macro->params.size()) + " arguments, got " + std::to_string(args.size()));
       }
+      if (macro_depth_ >= kMaxMacroDepth) {
+        throw JinjaError("chat template: macro '" + macro->text + "' calls nest deeper than " +
+                         std::to_string(kMaxMacroDepth) + " (endless recursion?)");
+      }
+      ++macro_depth_;
+      struct DepthGuard {
+        int& depth;
+        ~DepthGuard() { --depth; }
+      } guard{macro_depth_};
       // Macros see the template's globals, not the caller's locals.
       std::vector<Frame> saved;
       saved.swap(frames_);
@@ -409,6 +424,7 @@ class Renderer {
   }
 
   std::vector<Frame> frames_;
+  int macro_depth_ = 0;  // macro calls in progress (kMaxMacroDepth)
   int64_t now_;
 };
 

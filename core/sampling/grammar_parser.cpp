@@ -1,6 +1,7 @@
 // GBNF text -> ParsedGrammar, following llama.cpp's parser (src/llama-grammar.cpp):
 // the same syntax, spacing rules, escapes and repetition rewrites, with errors that
 // say where and what was expected.
+#include <algorithm>
 #include <map>
 
 #include "core/sampling/grammar_syntax.h"
@@ -53,6 +54,7 @@ class Parser {
                               rule.name + " ::= ...'");
       }
     }
+    check_counted_repetitions();
     auto it = by_name_.find(root_rule);
     if (it == by_name_.end()) {
       fail(0, "expected a rule named '" + std::string(root_rule) + "' (the start rule)");
@@ -68,6 +70,15 @@ class Parser {
   std::map<std::string, uint32_t, std::less<>> by_name_;
   size_t rule_offset_ = 0;  // definition of the rule being parsed (for helper rules)
   size_t n_symbols_ = 0;    // symbols added by repetitions, against kMaxSymbols
+
+  // A repetition that expands to several copies of its item ({2}, {1,5}, {3,}), checked
+  // once every rule is known (an item may refer to rules defined later).
+  struct CountedRepetition {
+    GrammarSequence item;
+    uint64_t min = 0, max = 0;
+    size_t pos = 0;  // of the '{'
+  };
+  std::vector<CountedRepetition> counted_;
 
   bool at_end(size_t pos) const { return pos >= text_.size(); }
   char at(size_t pos) const { return at_end(pos) ? '\0' : text_[pos]; }
@@ -283,6 +294,7 @@ class Parser {
       fail(op_pos, "expected fewer repetitions: they expand the grammar past " +
                        std::to_string(kMaxSymbols) + " symbols");
     }
+    if (min + (max == kUnbounded ? 0 : max - min) > 1) counted_.push_back({item, min, max, op_pos});
     seq.resize(item_start);
     for (uint64_t i = 0; i < min; ++i) seq.insert(seq.end(), item.begin(), item.end());
     const uint64_t n_optional = max == kUnbounded ? 1 : max - min;
@@ -299,6 +311,70 @@ class Parser {
       last = id;
     }
     if (n_optional > 0) seq.push_back(ref_symbol(GrammarSymbol::Kind::kRule, last));
+  }
+
+  // Which rules can match the empty string: a rule with an alternative whose symbols are
+  // all such rules (a worklist over rule references, linear in the grammar's size).
+  std::vector<bool> nullable_rules() const {
+    struct Use {
+      size_t alternative;  // index into `remaining`
+      uint32_t rule;       // the rule that alternative belongs to
+    };
+    std::vector<bool> nullable(g_.rules.size(), false);
+    std::vector<size_t> remaining;                       // per alternative: rule refs not yet nullable
+    std::vector<std::vector<Use>> uses(g_.rules.size());  // per rule: the alternatives referring to it
+    std::vector<uint32_t> queue;
+    for (uint32_t r = 0; r < g_.rules.size(); ++r) {
+      for (const GrammarSequence& alt : g_.rules[r].alternatives) {
+        const bool only_rules = std::all_of(alt.begin(), alt.end(), [](const GrammarSymbol& s) {
+          return s.kind == GrammarSymbol::Kind::kRule;
+        });
+        if (!only_rules) continue;  // a character or a token is never empty
+        if (alt.empty() && !nullable[r]) {
+          nullable[r] = true;
+          queue.push_back(r);
+        }
+        for (const GrammarSymbol& s : alt) uses[s.value].push_back({remaining.size(), r});
+        remaining.push_back(alt.size());
+      }
+    }
+    while (!queue.empty()) {
+      const uint32_t r = queue.back();
+      queue.pop_back();
+      for (const Use& use : uses[r]) {
+        if (--remaining[use.alternative] == 0 && !nullable[use.rule]) {
+          nullable[use.rule] = true;
+          queue.push_back(use.rule);
+        }
+      }
+    }
+    return nullable;
+  }
+
+  // Several copies of an item that can match the empty string ((x?){1,100}) make the
+  // grammar ambiguous in a way that costs the matcher: after each byte it keeps every
+  // way of spreading the text over the copies, seconds per token for a few hundred
+  // copies (found by fuzzing: tests/fuzz/corpus/grammar/regression-nullable-repetition).
+  // Such a repetition means the same as a repetition of the item's non-empty forms,
+  // which the grammar's author can write directly.
+  void check_counted_repetitions() const {
+    if (counted_.empty()) return;
+    const std::vector<bool> nullable = nullable_rules();
+    for (const CountedRepetition& rep : counted_) {
+      const bool empty_item = std::all_of(rep.item.begin(), rep.item.end(), [&](const GrammarSymbol& s) {
+        return s.kind == GrammarSymbol::Kind::kRule && nullable[s.value];
+      });
+      if (!empty_item) continue;
+      // (appends only: g++ 12 warns falsely (-Wrestrict) about "{" + std::to_string(...))
+      std::string bounds = "{";
+      bounds += std::to_string(rep.min);
+      if (rep.max != rep.min) bounds += ",";
+      if (rep.max != rep.min && rep.max != kUnbounded) bounds += std::to_string(rep.max);
+      bounds += "}";
+      fail(rep.pos, "expected an item that cannot match the empty string before " + bounds +
+                        ": repeating one that can is ambiguous and slow to match (write x{0,N} "
+                        "rather than (x?){1,N}, and x* rather than (x?){2,})");
+    }
   }
 
   // [abc] [a-z] [^...]; pos at '[', left after ']'.

@@ -330,4 +330,35 @@ TEST_CASE("jinja: runtime errors are ChatTemplateError, never a wrong rendering"
   REQUIRE_THROWS_WITH(apply("{% for m in 5 %}{% endfor %}"), Catch::Contains("cannot loop over a integer"));
 }
 
+// Found by fuzzing (tests/fuzz/corpus/chat_messages/regression-macro-recursion): a tool
+// schema that sends Hermes' recursive json_to_python_type macro round forever overflowed
+// the stack. Macro calls nest at most 64 deep, like Python's RecursionError.
+// Thousands of "(" (tests/fuzz/corpus/jinja/regression-deep-nesting) or unary minuses
+// overflowed the parser's stack; expressions nest at most 100 levels.
+TEST_CASE("jinja: expressions nested too deep fail to load, naming the limit", "[chat]") {
+  const auto nested = [](int depth, const std::string& open, const std::string& close) {
+    std::string s = "{{ ";
+    for (int i = 0; i < depth; ++i) s += open;
+    s += "1";
+    for (int i = 0; i < depth; ++i) s += close;
+    return s + " }}";
+  };
+  REQUIRE_THROWS_WITH(ChatTemplate::parse(nested(4000, "(", ")")),
+                      Catch::Contains("expressions nest deeper than 100 levels"));
+  REQUIRE_THROWS_WITH(ChatTemplate::parse(nested(4000, "[", "]")), Catch::Contains("nest deeper than 100"));
+  REQUIRE_THROWS_WITH(ChatTemplate::parse(nested(8000, "-", "")), Catch::Contains("nest deeper than 100"));
+  CHECK(ChatTemplate::parse(nested(40, "(", ")")).apply({{"user", "u"}}, true) == "1");
+  CHECK(ChatTemplate::parse(nested(41, "-", "")).apply({{"user", "u"}}, true) == "-1");
+}
+
+TEST_CASE("jinja: endless macro recursion is an error, bounded recursion renders", "[chat]") {
+  const auto apply = [](const char* src) { return ChatTemplate::parse(src).apply({{"user", "u"}}, true); };
+  REQUIRE_THROWS_WITH(apply("{% macro f(x) %}{{ f(x) }}{% endmacro %}{{ f(1) }}"),
+                      Catch::Contains("macro 'f' calls nest deeper than 64"));
+  CHECK(apply("{% macro down(n) %}{{ n }}{% if n > 0 %}{{ down(n - 1) }}{% endif %}{% endmacro %}{{ down(63) }}")
+            .ends_with("210"));
+  REQUIRE_THROWS_AS(apply("{% macro down(n) %}{% if n > 0 %}{{ down(n - 1) }}{% endif %}{% endmacro %}{{ down(64) }}"),
+                    ChatTemplateError);
+}
+
 }  // namespace runnel

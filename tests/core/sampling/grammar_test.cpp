@@ -313,5 +313,27 @@ TEST_CASE("left recursion is refused, also through rules that may match nothing"
   CHECK_FALSE(matches(right, "(()"));
 }
 
+// Found by fuzzing (tests/fuzz/corpus/grammar/regression-nullable-repetition): copies of
+// an item that may match nothing kept the matcher busy for seconds per token.
+TEST_CASE("several copies of an item that may match nothing are refused", "[grammar]") {
+  const std::pair<const char*, const char*> refused[] = {
+      {"root ::= ([a-z]?){1,400}", "line 1, column 18: expected an item that cannot match the empty string before {1,400}"},
+      {"root ::= [a-z]{0,5}{1,100}", "line 1, column 20: expected an item that cannot match the empty string before {1,100}"},
+      {"root ::= x{2}\nx ::= \"a\"?", "before {2}:"},
+      {"root ::= (\"a\"* \"b\"?){3,}", "before {3,}:"},
+      {"root ::= (x y){2,3}\nx ::= | \"a\"\ny ::= x x", "before {2,3}:"},
+  };
+  for (const auto& [text, message] : refused) {
+    INFO(text);
+    CHECK_THROWS_WITH(Grammar::parse(text), Catch::Contains(message));
+  }
+  // One copy, and items that always match something, stay accepted ((x?)* is refused as
+  // left recursion, above).
+  CHECK(matches(compile("root ::= (\"a\"?){0,1} \"b\""), "ab"));
+  CHECK(matches(compile("root ::= (\"a\"? \"c\")+ \"b\""), "cacb"));
+  CHECK(matches(compile("root ::= ([a-z]? \"-\"){1,3}"), "a-b--"));
+  CHECK(matches(compile("root ::= [a-z]{0,500}"), std::string(500, 'q')));
+}
+
 }  // namespace
 }  // namespace runnel
