@@ -48,7 +48,7 @@
 # Every stage runs even after one fails (a later stage that needs an earlier one's
 # build says so); the summary names each stage's result and the exit status is
 # non-zero if any failed. A failed setup stops the run: nothing can run without it.
-# On 2 cores the full run takes about 45-50 minutes from clean build folders and a cold
+# On 2 cores the full run takes about 55-60 minutes from clean build folders and a cold
 # ccache (about 30 with warm ones, half of it the llama.cpp parity stage).
 set -euo pipefail
 
