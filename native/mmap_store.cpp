@@ -171,17 +171,13 @@ int MmapStore::set_expert_streaming(uint64_t cache_bytes, int min_slots) {
     direct_fds_.push_back(direct);
     files.push_back(ExpertCache::File{m.path, m.fd, direct});
   }
-  std::vector<ExpertSlots::Stack> stacks = ExpertSlots::stacks_of(model_);
-  int n_layers = 0, n_experts = 0;
-  size_t index = 0;  // stacks_of's order
-  for (const GgufTensorInfo& t : model_.tensors) {
-    if (!is_expert_stack(t) || layer_of_tensor(t.name) < 0) continue;
-    n_layers = std::max(n_layers, layer_of_tensor(t.name) + 1);
-    n_experts = std::max(n_experts, static_cast<int>(t.dims[2]));
-    expert_stack_[&t] = index++;
+  ExpertSlots::Layout layout = ExpertSlots::layout_of(model_);
+  for (size_t i = 0; i < model_.tensors.size(); ++i) {
+    const int stack = layout.stack_of_tensor[i];
+    if (stack >= 0) expert_stack_[&model_.tensors[i]] = static_cast<size_t>(stack);
   }
-  experts_ = std::make_unique<ExpertCache>(std::move(files), std::move(stacks), n_layers, n_experts, cache_bytes,
-                                           min_slots);
+  experts_ = std::make_unique<ExpertCache>(std::move(files), std::move(layout.stacks), layout.n_layers,
+                                           layout.n_experts, cache_bytes, min_slots);
   return experts_->n_slots();
 }
 

@@ -29,6 +29,22 @@ std::vector<ExpertSlots::Stack> ExpertSlots::stacks_of(const GgufModel& model) {
   return stacks;
 }
 
+ExpertSlots::Layout ExpertSlots::layout_of(const GgufModel& model) {
+  Layout out;
+  out.stacks = stacks_of(model);
+  out.stack_of_tensor.assign(model.tensors.size(), -1);
+  int index = 0;  // stacks_of's order
+  for (size_t i = 0; i < model.tensors.size(); ++i) {
+    const GgufTensorInfo& t = model.tensors[i];
+    const int layer = layer_of_tensor(t.name);
+    if (!is_expert_stack(t) || layer < 0) continue;
+    out.n_layers = std::max(out.n_layers, layer + 1);
+    out.n_experts = std::max(out.n_experts, static_cast<int>(t.dims[2]));
+    out.stack_of_tensor[i] = index++;
+  }
+  return out;
+}
+
 uint64_t ExpertSlots::slot_bytes(const std::vector<Stack>& stacks) {
   std::vector<uint64_t> per_layer;
   for (const Stack& s : stacks) {

@@ -55,6 +55,15 @@ class ExpertSlots {
 
   // The stacks of every expert stack tensor of `model` (3-D *_exps.weight), in tensor order.
   static std::vector<Stack> stacks_of(const GgufModel& model);
+  // What a store needs to build its cache: the stacks, each tensor's index among them
+  // (-1: not a stack), and the layer and expert counts the slots are sized by.
+  struct Layout {
+    std::vector<Stack> stacks;
+    std::vector<int> stack_of_tensor;  // per model.tensors entry
+    int n_layers = 0;
+    int n_experts = 0;
+  };
+  static Layout layout_of(const GgufModel& model);
   // Bytes of one slot: the largest layer's experts with room to align every read.
   static uint64_t slot_bytes(const std::vector<Stack>& stacks);
 

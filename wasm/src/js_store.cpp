@@ -68,16 +68,10 @@ void JsStore::load_weights(uint64_t layer_budget_bytes) {
 }
 
 void JsStore::load_weights_streaming_experts(uint64_t cache_bytes, int min_slots) {
-  stack_index_.assign(model_.tensors.size(), -1);
-  int n_layers = 0, n_experts = 0, n_stacks = 0;
-  for (size_t i = 0; i < model_.tensors.size(); ++i) {
-    const GgufTensorInfo& t = model_.tensors[i];
-    if (!is_expert_stack(t) || layer_of_tensor(t.name) < 0) continue;
-    n_layers = std::max(n_layers, layer_of_tensor(t.name) + 1);
-    n_experts = std::max(n_experts, static_cast<int>(t.dims[2]));
-    stack_index_[i] = n_stacks++;  // stacks_of's order
-  }
-  experts_ = std::make_unique<ExpertSlots>(ExpertSlots::stacks_of(model_), n_layers, n_experts, cache_bytes, min_slots);
+  ExpertSlots::Layout layout = ExpertSlots::layout_of(model_);
+  stack_index_ = std::move(layout.stack_of_tensor);
+  experts_ = std::make_unique<ExpertSlots>(std::move(layout.stacks), layout.n_layers, layout.n_experts, cache_bytes,
+                                           min_slots);
   resident_bytes_ += experts_->arena_bytes();
   // Everything else is read whole, a tensor at a time (load() skips the stacks).
   load(non_layer_);
