@@ -3,7 +3,9 @@
 // synth-model writes the GGUF (every weight, norm, q/k-norm and rope factor random,
 // F32 / F16 / Q8_0 matrices side by side), llama.cpp (node-llama-cpp) and
 // `runnel run --all-logits` evaluate the same prompt tokens in one batch each, and the
-// logits of every position are compared. No downloaded model is needed.
+// logits of every position are compared. No downloaded model is needed. runnel runs
+// with each kernel set RUNNEL_PARITY_ISAS lists (lib/arch_models.mjs parityIsas) against
+// one evaluation of llama.cpp's.
 //
 // llama.cpp must load every file and give finite, varied logits: a file it refuses or
 // answers with constant logits is a bug in the writer, not a pass.
@@ -30,8 +32,8 @@ import {tmpdir} from "node:os";
 import path from "node:path";
 import {after, before, describe, test} from "node:test";
 
-import {llamaAllLogits, missingArchPrerequisite, runnelAllLogits, runnelPromptTokens, selectedArchs,
-        writeArchModel} from "./lib/arch_models.mjs";
+import {llamaAllLogits, missingArchPrerequisite, parityIsas, runnelAllLogits, runnelPromptTokens,
+        selectedArchs, writeArchModel} from "./lib/arch_models.mjs";
 import {llamaPromptTokens, topK} from "./lib/peers.mjs";
 import {ARCH_PROMPTS} from "./lib/prompts.mjs";
 
@@ -117,6 +119,7 @@ describe("logits at every position of tiny models of each architecture match lla
   });
   after(async () => { if (dir) await rm(dir, {recursive: true, force: true}); });
 
+  const isas = parityIsas();
   for (const arch of selectedArchs()) {
     test(arch.shape, async (t) => {
       const file = await writeArchModel(arch, dir);
@@ -127,44 +130,51 @@ describe("logits at every position of tiny models of each architecture match lla
         assert.fail(`llama.cpp refuses ${arch.shape} (a bug in runnel synth-model's writer): ${e.message}`);
       }
       const problems = [];
+      let refused = false;  // runnel refused the model under some kernel set
       try {
         prompts: for (const contextSize of arch.contexts ?? [kDefaultContext]) {
           for (const [name, prompt] of ARCH_PROMPTS) {
             const what = `${arch.shape} "${name}" (context ${contextSize})`;
             const tokens = llamaPromptTokens(model, prompt);
             assert.deepEqual(await runnelPromptTokens(file, prompt), tokens, `${what}: prompt tokens`);
-            let actual = null;
-            try {
-              actual = await runnelAllLogits(file, prompt, tokens.length, {contextSize, dumpDir: dir});
-            } catch (e) {
-              problems.push(`${what}: ${e.message.trim()}`);
-            }
             const flash = await llamaAllLogits(model, tokens, {contextSize, flashAttention: true});
             checkInformative(flash, `llama.cpp on ${what}`);
-            if (!actual) break prompts;  // runnel refused the model: the same for every prompt
-            const bad = actual.findIndex(row => row.some(x => !Number.isFinite(x)));
-            assert.equal(bad, -1, `${what}: runnel logits at position ${bad} are not finite`);
-            const plain = await llamaAllLogits(model, tokens, {contextSize, flashAttention: false});
+            let plain = null;
+            for (const isa of isas) {
+              const label = isa ? `${what} [${isa}]` : what;
+              let actual = null;
+              try {
+                actual = await runnelAllLogits(file, prompt, tokens.length, {contextSize, dumpDir: dir, isa});
+              } catch (e) {
+                problems.push(`${label}: ${e.message.trim()}`);
+                refused = true;  // the same for every prompt
+                continue;
+              }
+              const bad = actual.findIndex(row => row.some(x => !Number.isFinite(x)));
+              assert.equal(bad, -1, `${label}: runnel logits at position ${bad} are not finite`);
+              plain ??= await llamaAllLogits(model, tokens, {contextSize, flashAttention: false});
 
-            // Positions past a window llama.cpp ignores are only printed.
-            const n = arch.windowIgnoredByLlamaCpp ? Math.min(arch.window, tokens.length) : tokens.length;
-            const own = spread(flash, plain, 0, n);
-            const bounds = {max: Math.max(kMaxAbsDiff, kSpreadScale * own.max),
-                            mean: Math.max(kMaxMeanAbsDiff, kSpreadScale * own.mean)};
-            const paths = [["flash", flash], ["plain", plain]].map(
-                ([p, rows]) => ({p, ...compare(actual, rows, n, bounds)}));
-            const beyond = n < tokens.length ? spread(actual, flash, n, tokens.length) : null;
-            t.diagnostic(`${what}: ${tokens.length} tokens, ${n} compared; ` +
-                         paths.map(r => `vs ${r.p}: max |diff| ${r.worst.max.toFixed(4)} (position ${r.worst.pos}), ` +
-                                        `mean ${r.worst.mean.toFixed(4)}, top-1 checked at ${r.nTop1}`).join("; ") +
-                         `; llama.cpp flash vs plain max ${own.max.toFixed(4)}; bounds max ${bounds.max.toFixed(3)}, ` +
-                         `mean ${bounds.mean.toFixed(3)}` +
-                         (beyond ? `; past the window (llama.cpp attends to all): max |diff| ${beyond.max.toFixed(4)}` : ""));
-            if (paths.every(r => r.failed.length > 0)) {
-              const best = paths.reduce((a, b) => (a.failed.length <= b.failed.length ? a : b));
-              problems.push(`${what}: ${best.failed.length} failures against llama.cpp's ${best.p} path, first: ` +
-                            best.failed.slice(0, 4).join("; "));
+              // Positions past a window llama.cpp ignores are only printed.
+              const n = arch.windowIgnoredByLlamaCpp ? Math.min(arch.window, tokens.length) : tokens.length;
+              const own = spread(flash, plain, 0, n);
+              const bounds = {max: Math.max(kMaxAbsDiff, kSpreadScale * own.max),
+                              mean: Math.max(kMaxMeanAbsDiff, kSpreadScale * own.mean)};
+              const paths = [["flash", flash], ["plain", plain]].map(
+                  ([p, rows]) => ({p, ...compare(actual, rows, n, bounds)}));
+              const beyond = n < tokens.length ? spread(actual, flash, n, tokens.length) : null;
+              t.diagnostic(`${label}: ${tokens.length} tokens, ${n} compared; ` +
+                           paths.map(r => `vs ${r.p}: max |diff| ${r.worst.max.toFixed(4)} (position ${r.worst.pos}), ` +
+                                          `mean ${r.worst.mean.toFixed(4)}, top-1 checked at ${r.nTop1}`).join("; ") +
+                           `; llama.cpp flash vs plain max ${own.max.toFixed(4)}; bounds max ${bounds.max.toFixed(3)}, ` +
+                           `mean ${bounds.mean.toFixed(3)}` +
+                           (beyond ? `; past the window (llama.cpp attends to all): max |diff| ${beyond.max.toFixed(4)}` : ""));
+              if (paths.every(r => r.failed.length > 0)) {
+                const best = paths.reduce((a, b) => (a.failed.length <= b.failed.length ? a : b));
+                problems.push(`${label}: ${best.failed.length} failures against llama.cpp's ${best.p} path, first: ` +
+                              best.failed.slice(0, 4).join("; "));
+              }
             }
+            if (refused) break prompts;
           }
         }
       } finally {

@@ -26,7 +26,7 @@ import path from "node:path";
 import {after, before, describe, test} from "node:test";
 
 import {missingArchPrerequisite} from "./lib/arch_models.mjs";
-import {repoRoot, runRunnel} from "./lib/peers.mjs";
+import {parityIsas, repoRoot, runRunnel} from "./lib/peers.mjs";
 
 const kMinCosine = 0.99999;
 const kMaxAbsDiff = 0.01;
@@ -63,10 +63,10 @@ function maxAbsDiff(a, b) {
   return max;
 }
 
-async function runnelEmbed(file, texts, {normalize}) {
+async function runnelEmbed(file, texts, {normalize, isa}) {
   const args = ["embed", "-m", file, "-c", String(kContext), "-t", "2", ...texts.flatMap(t => ["-p", t])];
   if (!normalize) args.push("--no-normalize");
-  return JSON.parse((await runRunnel(args)).stdout.toString("utf8"));
+  return JSON.parse((await runRunnel(args, {env: isa ? {RUNNEL_ISA: isa} : undefined})).stdout.toString("utf8"));
 }
 
 describe("embeddings of tiny bert and nomic-bert models match llama.cpp", {skip}, () => {
@@ -95,11 +95,6 @@ describe("embeddings of tiny bert and nomic-bert models match llama.cpp", {skip}
         const expected = [];
         for (const text of TEXTS) expected.push(Array.from((await context.getEmbeddingFor(text)).vector));
         await context.dispose();
-        const raw = await runnelEmbed(file, TEXTS, {normalize: false});
-        const unit = await runnelEmbed(file, TEXTS, {normalize: true});
-        assert.equal(raw.pooling, pooling);
-        assert.equal(raw.normalized, false);
-        assert.equal(unit.normalized, true);
         // llama.cpp's vectors must say something: finite, of the model's width, and
         // different for different texts (else the writer, not runnel, is at fault).
         for (const v of expected) {
@@ -108,22 +103,30 @@ describe("embeddings of tiny bert and nomic-bert models match llama.cpp", {skip}
         }
         assert.ok(cosine(expected[0], expected[1]) < 0.99, `${shape}: llama.cpp gives near-identical embeddings`);
         const problems = [];
-        TEXTS.forEach((text, i) => {
-          const what = `${shape} ${pooling} text ${i}`;
-          const r = raw.data[i].embedding, l = expected[i];
-          assert.equal(r.length, l.length, `${what}: dimensions`);
-          assert.equal(raw.data[i].n_tokens, model.tokenize(text).length + 2, `${what}: [CLS] tokens [SEP]`);
-          const cos = cosine(r, l), diff = maxAbsDiff(r, l);
-          const norm = Math.hypot(...r);
-          t.diagnostic(`${what}: ${raw.data[i].n_tokens} tokens, cosine 1 - ${(1 - cos).toExponential(2)}, ` +
-                       `max |diff| ${diff.toFixed(5)}, |v| ${norm.toFixed(3)} (llama.cpp ${Math.hypot(...l).toFixed(3)})`);
-          if (!(cos > kMinCosine)) problems.push(`${what}: cosine ${cos} <= ${kMinCosine}`);
-          if (!(diff < kMaxAbsDiff)) problems.push(`${what}: max |diff| ${diff} >= ${kMaxAbsDiff}`);
-          // the normalized output is the raw vector at unit length
-          const u = unit.data[i].embedding;
-          assert.ok(Math.abs(Math.hypot(...u) - 1) < 1e-6, `${what}: normalized length ${Math.hypot(...u)}`);
-          assert.ok(maxAbsDiff(u, r.map(x => x / norm)) < 1e-6, `${what}: normalized != raw / |raw|`);
-        });
+        for (const isa of parityIsas()) {
+          const label = isa ? `[${isa}] ` : "";
+          const raw = await runnelEmbed(file, TEXTS, {normalize: false, isa});
+          const unit = await runnelEmbed(file, TEXTS, {normalize: true, isa});
+          assert.equal(raw.pooling, pooling);
+          assert.equal(raw.normalized, false);
+          assert.equal(unit.normalized, true);
+          TEXTS.forEach((text, i) => {
+            const what = `${label}${shape} ${pooling} text ${i}`;
+            const r = raw.data[i].embedding, l = expected[i];
+            assert.equal(r.length, l.length, `${what}: dimensions`);
+            assert.equal(raw.data[i].n_tokens, model.tokenize(text).length + 2, `${what}: [CLS] tokens [SEP]`);
+            const cos = cosine(r, l), diff = maxAbsDiff(r, l);
+            const norm = Math.hypot(...r);
+            t.diagnostic(`${what}: ${raw.data[i].n_tokens} tokens, cosine 1 - ${(1 - cos).toExponential(2)}, ` +
+                         `max |diff| ${diff.toFixed(5)}, |v| ${norm.toFixed(3)} (llama.cpp ${Math.hypot(...l).toFixed(3)})`);
+            if (!(cos > kMinCosine)) problems.push(`${what}: cosine ${cos} <= ${kMinCosine}`);
+            if (!(diff < kMaxAbsDiff)) problems.push(`${what}: max |diff| ${diff} >= ${kMaxAbsDiff}`);
+            // the normalized output is the raw vector at unit length
+            const u = unit.data[i].embedding;
+            assert.ok(Math.abs(Math.hypot(...u) - 1) < 1e-6, `${what}: normalized length ${Math.hypot(...u)}`);
+            assert.ok(maxAbsDiff(u, r.map(x => x / norm)) < 1e-6, `${what}: normalized != raw / |raw|`);
+          });
+        }
         if (problems.length > 0) assert.fail(problems.join("\n"));
       } finally {
         await model.dispose();

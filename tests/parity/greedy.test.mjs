@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import {before, describe, test} from "node:test";
 
-import {llamaGreedy, llamaPromptTokens, llamaStepMargins, loadLlamaModel, missingPrerequisite,
+import {llamaGreedy, llamaPromptTokens, llamaStepMargins, loadLlamaModel, missingPrerequisite, parityIsas,
         runnelGreedy} from "./lib/peers.mjs";
 import {GREEDY_PROMPTS} from "./lib/prompts.mjs";
 
@@ -48,11 +48,6 @@ describe(`greedy ${kTokens}-token continuations match llama.cpp up to its first 
       const margins = await llamaStepMargins(model, promptTokens, generated);
       const tie = margins.findIndex(m => m < kMinMargin);
       const compared = tie === -1 ? generated.length : tie;
-      const {text: actual, ms} = await runnelGreedy(prompt, kTokens, {special});
-      const at = firstDivergentToken(model, generated, actual);
-      t.diagnostic(`${generated.length} tokens, ${compared} compared` +
-                   (tie === -1 ? "" : ` (llama.cpp's top-2 margin ${margins[tie].toFixed(3)} at step ${tie})`) +
-                   `; runnel follows llama.cpp for ${at} tokens; runnel ${ms.toFixed(0)} ms`);
       if (compared < Math.min(kMinComparedPerPrompt, generated.length)) {
         earlyTies.push(name);
         assert.ok(earlyTies.length <= kMaxEarlyTies,
@@ -60,20 +55,30 @@ describe(`greedy ${kTokens}-token continuations match llama.cpp up to its first 
                   `${margins[tie]?.toFixed(4)} at step ${tie} is a near-tie on this host ` +
                   `(prompts tying before token ${kMinComparedPerPrompt}: ${earlyTies.join(", ")})`);
       }
-      if (compared === generated.length) {
-        // The whole reply: runnel must also stop where llama.cpp stopped.
-        const expected = model.detokenize(generated);
-        if (actual !== expected) {
-          assert.fail(`texts differ from generated token ${at} (llama.cpp's top-2 margin there ` +
-                      `${margins[at]?.toFixed(4)})\n` +
-                      `runnel:    ${JSON.stringify(actual)}\nllama.cpp: ${JSON.stringify(expected)}`);
+      const problems = [];
+      for (const isa of parityIsas()) {
+        const label = isa ? `[${isa}] ` : "";
+        const {text: actual, ms} = await runnelGreedy(prompt, kTokens, {special, isa});
+        const at = firstDivergentToken(model, generated, actual);
+        t.diagnostic(`${label}${generated.length} tokens, ${compared} compared` +
+                     (tie === -1 ? "" : ` (llama.cpp's top-2 margin ${margins[tie].toFixed(3)} at step ${tie})`) +
+                     `; runnel follows llama.cpp for ${at} tokens; runnel ${ms.toFixed(0)} ms`);
+        if (compared === generated.length) {
+          // The whole reply: runnel must also stop where llama.cpp stopped.
+          const expected = model.detokenize(generated);
+          if (actual !== expected) {
+            problems.push(`${label}texts differ from generated token ${at} (llama.cpp's top-2 margin there ` +
+                          `${margins[at]?.toFixed(4)})\n` +
+                          `runnel:    ${JSON.stringify(actual)}\nllama.cpp: ${JSON.stringify(expected)}`);
+          }
+        } else if (at < compared) {
+          problems.push(`${label}texts differ from generated token ${at} (llama.cpp's top-2 margin there ` +
+                        `${margins[at].toFixed(4)}; its first near-tie is at step ${tie})\n` +
+                        `runnel:    ${JSON.stringify(actual)}\n` +
+                        `llama.cpp: ${JSON.stringify(model.detokenize(generated.slice(0, compared)))}`);
         }
-      } else if (at < compared) {
-        assert.fail(`texts differ from generated token ${at} (llama.cpp's top-2 margin there ` +
-                    `${margins[at].toFixed(4)}; its first near-tie is at step ${tie})\n` +
-                    `runnel:    ${JSON.stringify(actual)}\n` +
-                    `llama.cpp: ${JSON.stringify(model.detokenize(generated.slice(0, compared)))}`);
       }
+      if (problems.length > 0) assert.fail(problems.join("\n"));
       nCompared += compared;
     });
   }

@@ -14,7 +14,7 @@ import {tmpdir} from "node:os";
 import path from "node:path";
 import {after, before, describe, test} from "node:test";
 
-import {missingPrerequisite, modelPath, runRunnel, topK} from "./lib/peers.mjs";
+import {missingPrerequisite, modelPath, parityIsas, runRunnel, topK} from "./lib/peers.mjs";
 import {LOGIT_PROMPTS} from "./lib/prompts.mjs";
 
 const kMaxAbsDiff = 1.0;
@@ -65,12 +65,12 @@ async function llamaLogitsOf(model, tokens, flashAttention) {
   }
 }
 
-async function runnelLogitsOf(file, prompt, special, dir) {
+async function runnelLogitsOf(file, prompt, special, dir, isa) {
   const dump = path.join(dir, "logits.f32");
   const args = ["run", "-m", file, "-p", prompt, "-n", "1", "--temp", "0", "--no-display-prompt",
                 "-t", "2", "--dump-logits", dump];
   if (special) args.push("--special");
-  await runRunnel(args);
+  await runRunnel(args, {env: isa ? {RUNNEL_ISA: isa} : undefined});
   const bytes = await (await import("node:fs/promises")).readFile(dump);
   const out = new Float32Array(bytes.length / 4);
   for (let i = 0; i < out.length; ++i) out[i] = bytes.readFloatLE(4 * i);
@@ -106,22 +106,26 @@ describe("files runnel quantize writes load in llama.cpp and answer alike", {ski
               ? [model.tokens.bos, ...tokens] : tokens;
           const flash = await llamaLogitsOf(model, withBos, true);
           const plain = await llamaLogitsOf(model, withBos, false);
-          const actual = await runnelLogitsOf(files[type], prompt, special, dir);
-          assert.equal(actual.length, flash.length, `${name}: n_vocab`);
           const bounds = {max: Math.max(kMaxAbsDiff, kSpreadScale * maxDiff(flash, plain)),
                           kl: Math.max(kMaxKl, kKlSpreadScale * klDivergence(flash, plain))};
-          const paths = [["flash", flash], ["plain", plain]].map(([p, expected]) => {
-            const d = {max: maxDiff(actual, expected), kl: klDivergence(expected, actual),
-                       top1: margin(expected) <= kMinMargin || topK(actual, 1)[0] === topK(expected, 1)[0]};
-            return {p, d, ok: d.top1 && d.max < bounds.max && d.kl < bounds.kl};
-          });
-          t.diagnostic(`${name}: ` + paths.map(({p, d}) => `${p} max ${d.max.toFixed(3)} KL ${d.kl.toExponential(2)}` +
-                                                          `${d.top1 ? "" : " top-1 differs"}`).join("; ") +
-                       `; bounds max ${bounds.max.toFixed(3)} KL ${bounds.kl.toExponential(2)}` +
-                       `; llama.cpp top-2 margin flash ${margin(flash).toFixed(3)} plain ${margin(plain).toFixed(3)}` +
-                       `; runnel's ${margin(actual).toFixed(3)}`);
-          assert.ok(paths.some(x => x.ok), `${type} ${name}: runnel is not within bounds of either llama.cpp path: ` +
-                    paths.map(({p, d}) => `${p} max ${d.max} KL ${d.kl} top1 ${d.top1}`).join("; "));
+          for (const isa of parityIsas()) {
+            const label = isa ? `[${isa}] ` : "";
+            const actual = await runnelLogitsOf(files[type], prompt, special, dir, isa);
+            assert.equal(actual.length, flash.length, `${label}${name}: n_vocab`);
+            const paths = [["flash", flash], ["plain", plain]].map(([p, expected]) => {
+              const d = {max: maxDiff(actual, expected), kl: klDivergence(expected, actual),
+                         top1: margin(expected) <= kMinMargin || topK(actual, 1)[0] === topK(expected, 1)[0]};
+              return {p, d, ok: d.top1 && d.max < bounds.max && d.kl < bounds.kl};
+            });
+            t.diagnostic(`${label}${name}: ` +
+                         paths.map(({p, d}) => `${p} max ${d.max.toFixed(3)} KL ${d.kl.toExponential(2)}` +
+                                               `${d.top1 ? "" : " top-1 differs"}`).join("; ") +
+                         `; bounds max ${bounds.max.toFixed(3)} KL ${bounds.kl.toExponential(2)}` +
+                         `; llama.cpp top-2 margin flash ${margin(flash).toFixed(3)} plain ${margin(plain).toFixed(3)}` +
+                         `; runnel's ${margin(actual).toFixed(3)}`);
+            assert.ok(paths.some(x => x.ok), `${label}${type} ${name}: runnel is not within bounds of either ` +
+                      `llama.cpp path: ` + paths.map(({p, d}) => `${p} max ${d.max} KL ${d.kl} top1 ${d.top1}`).join("; "));
+          }
         }
       } finally {
         await model.dispose();

@@ -7,6 +7,8 @@ import path from "node:path";
 
 import {repoRoot, runnelBin, runRunnel} from "./peers.mjs";
 
+export {parityIsas} from "./peers.mjs";
+
 // RUNNEL_TEST_DATA: tests/data of the checkout (test.sh sets it for its copy of the suite).
 const tokenizerDir = path.join(process.env.RUNNEL_TEST_DATA ?? path.join(repoRoot, "tests/data"), "tokenizer");
 
@@ -86,12 +88,14 @@ export async function runnelPromptTokens(modelFile, prompt) {
 }
 
 // runnel's logits at every prompt position ([n_prompt] Float32Array[n_vocab]) from
-// `runnel run --all-logits --dump-logits`, with the kernels RUNNEL_ISA picks.
-export async function runnelAllLogits(modelFile, prompt, nPrompt, {contextSize, threads = 2, dumpDir}) {
+// `runnel run --all-logits --dump-logits`, with the kernels `isa` names (null: those
+// RUNNEL_ISA picks).
+export async function runnelAllLogits(modelFile, prompt, nPrompt, {contextSize, threads = 2, dumpDir, isa = null}) {
   const file = path.join(dumpDir, `${path.basename(modelFile, ".gguf")}-${contextSize}.f32`);
   try {
     await runRunnel(["run", "-m", modelFile, "-p", prompt, "-n", "0", "--temp", "0", "--no-display-prompt",
-                     "-c", String(contextSize), "-t", String(threads), "--all-logits", "--dump-logits", file]);
+                     "-c", String(contextSize), "-t", String(threads), "--all-logits", "--dump-logits", file],
+                    {env: isa ? {RUNNEL_ISA: isa} : undefined});
   } catch (e) {
     // The command line is long and the same every time: keep runnel's own message.
     throw new Error(`runnel run --all-logits ${e.message.replace(/^runnel .* failed /s, "failed ")}`);

@@ -24,10 +24,12 @@ export function missingPrerequisite() {
 
 // Runs `runnel ...args`; resolves {stdout (Buffer), stderr (string), ms}, rejects
 // with the command and stderr on a non-zero exit.
-export function runRunnel(args, {timeoutMs = 300_000} = {}) {
+// `env`: variables set for this run only (e.g. {RUNNEL_ISA: "ref"}).
+export function runRunnel(args, {timeoutMs = 300_000, env} = {}) {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    execFile(runnelBin, args, {encoding: "buffer", maxBuffer: 64 << 20, timeout: timeoutMs},
+    execFile(runnelBin, args, {encoding: "buffer", maxBuffer: 64 << 20, timeout: timeoutMs,
+                               env: env ? {...process.env, ...env} : process.env},
              (error, stdout, stderr) => {
                const err = stderr.toString("utf8");
                if (error) {
@@ -60,14 +62,24 @@ export async function runnelTokenize(text, {bos = false, special = false} = {}) 
 
 // Logits of the first predicted position (after the whole prompt) as runnel dumps
 // them: n_vocab float32 little-endian.
-export async function runnelLogits(prompt, {special = false, threads = 2} = {}) {
+// The kernel sets a test runs runnel with, each against one evaluation of llama.cpp's:
+// RUNNEL_PARITY_ISAS=ref,avx2,avx512 (test.sh: all the host runs, in one pass, so that
+// llama.cpp's share, most of these tests' time, is computed once), else the one
+// RUNNEL_ISA names (null: runnel's default choice).
+export function parityIsas() {
+  const list = (process.env.RUNNEL_PARITY_ISAS ?? "").split(",").map(s => s.trim()).filter(Boolean);
+  return list.length > 0 ? list : [process.env.RUNNEL_ISA ?? null];
+}
+const isaEnv = isa => (isa ? {RUNNEL_ISA: isa} : undefined);
+
+export async function runnelLogits(prompt, {special = false, threads = 2, isa = null} = {}) {
   const dir = await mkdtemp(path.join(tmpdir(), "runnel-parity-"));
   try {
     const file = path.join(dir, "logits.f32");
     const args = ["run", "-m", modelPath, "-p", prompt, "-n", "1", "--temp", "0",
                   "--no-display-prompt", "-t", String(threads), "--dump-logits", file];
     if (special) args.push("--special");
-    await runRunnel(args);
+    await runRunnel(args, {env: isaEnv(isa)});
     const bytes = await readFile(file);
     if (bytes.length % 4 !== 0) throw new Error(`${file}: ${bytes.length} bytes, not a float32 array`);
     const out = new Float32Array(bytes.length / 4);
@@ -80,11 +92,11 @@ export async function runnelLogits(prompt, {special = false, threads = 2} = {}) 
 
 // Greedy continuation text: stdout without the prompt echo and without the newline
 // `runnel run` always ends its output with (it is not generated text).
-export async function runnelGreedy(prompt, nTokens, {special = false, threads = 2} = {}) {
+export async function runnelGreedy(prompt, nTokens, {special = false, threads = 2, isa = null} = {}) {
   const args = ["run", "-m", modelPath, "-p", prompt, "-n", String(nTokens), "--temp", "0",
                 "--repeat-penalty", "1", "--no-display-prompt", "-t", String(threads)];
   if (special) args.push("--special");
-  const {stdout, stderr, ms} = await runRunnel(args);
+  const {stdout, stderr, ms} = await runRunnel(args, {env: isaEnv(isa)});
   const text = stdout.toString("utf8");
   if (!text.endsWith("\n")) throw new Error(`runnel run output lacks its final newline: ${JSON.stringify(text)}`);
   return {text: text.slice(0, -1), stderr, ms};
