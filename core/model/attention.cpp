@@ -187,6 +187,13 @@ AttentionScratch::AttentionScratch(int n_tasks, int n_ctx, int head_dim, int gro
 
 void attention(Parallel& par, const ModelConfig& c, const KvCache& kv, int layer, const float* q,
                int n_tokens, int pos0, AttentionScratch& scratch, float* out, const float* sinks) {
+  const AttentionRun run{&kv, q, out, n_tokens, pos0};
+  attention(par, c, std::span<const AttentionRun>(&run, 1), layer, scratch, sinks);
+}
+
+void attention(Parallel& par, const ModelConfig& c, std::span<const AttentionRun> runs, int layer,
+               AttentionScratch& scratch, const float* sinks) {
+  if (runs.empty()) return;
   const int group = c.n_head / c.n_head_kv;  // query heads per kv head
   const float scale = c.attn_scale > 0.0f ? c.attn_scale : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const bool sliding = c.is_swa(layer);
@@ -194,33 +201,40 @@ void attention(Parallel& par, const ModelConfig& c, const KvCache& kv, int layer
   if (scratch.act_f32(0) == nullptr) k.dot_f32 = nullptr;  // scratch made for other kernels
   // A task's unit of work: a (token, kv head) pair and its query heads where widening is
   // worth sharing, else a (token, query head) pair.
-  const bool grouped = k.dot_f32 != nullptr && k.dot_multi != nullptr && kv.v_transposed() &&
-                       group > 1 && scratch.group() >= group;
+  const bool transposed = runs[0].kv->v_transposed();
+  const bool grouped = k.dot_f32 != nullptr && k.dot_multi != nullptr && transposed && group > 1 &&
+                       scratch.group() >= group;
   const int per_token = grouped ? c.n_head_kv : c.n_head;
-  const int n_units = n_tokens * per_token;
+  int n_units = 0;
+  for (const AttentionRun& r : runs) n_units += r.n_tokens * per_token;
   const int n_tasks = std::min(scratch.n_tasks(), n_tasks_for(par, n_units));
   const auto task_fn = [&](int task) {
+    const int begin = static_cast<int>(split_begin(n_units, task, n_tasks));
     const int end = static_cast<int>(split_begin(n_units, task + 1, n_tasks));
-    for (int unit = static_cast<int>(split_begin(n_units, task, n_tasks)); unit < end; ++unit) {
-      const int i = unit / per_token;
-      const int h = grouped ? unit % per_token * group : unit % per_token;  // (first) query head
+    size_t run = 0;
+    int run_first = 0;  // the first unit of runs[run]
+    for (int unit = begin; unit < end; ++unit) {
+      while (unit >= run_first + runs[run].n_tokens * per_token) run_first += runs[run++].n_tokens * per_token;
+      const AttentionRun& r = runs[run];
+      const int i = (unit - run_first) / per_token;
+      const int h = grouped ? (unit - run_first) % per_token * group : (unit - run_first) % per_token;  // (first) query head
       // token i at position p sees keys [0, p], or its window (p - n_swa, p]; without
       // causal attention (embedding models), every key of the batch and before it
-      const int p = pos0 + i;
+      const int p = r.pos0 + i;
       const int first = sliding ? std::max(0, p - c.n_swa + 1) : 0;
-      const Keys keys = c.causal_attn ? Keys{first, p + 1 - first} : Keys{0, pos0 + n_tokens};
-      const float* qh = q + static_cast<size_t>(i) * c.q_dim() + h * c.head_dim;
-      float* oh = out + static_cast<size_t>(i) * c.attn_out_dim() + h * c.head_dim_v;
+      const Keys keys = c.causal_attn ? Keys{first, p + 1 - first} : Keys{0, r.pos0 + r.n_tokens};
+      const float* qh = r.q + static_cast<size_t>(i) * c.q_dim() + h * c.head_dim;
+      float* oh = r.out + static_cast<size_t>(i) * c.attn_out_dim() + h * c.head_dim_v;
       const float sink = sinks ? sinks[h] : NAN;
       if (grouped) {
-        attend_group(c, kv, layer, qh, h / group, group, keys, scale, sinks ? sinks + h : nullptr, k, scratch, task,
-                     oh);
-      } else if (kv.v_transposed()) {
-        attend_one(c, kv, layer, qh, h / group, keys, scale, sink, k, scratch.scores(task), scratch.act(task),
+        attend_group(c, *r.kv, layer, qh, h / group, group, keys, scale, sinks ? sinks + h : nullptr, k, scratch,
+                     task, oh);
+      } else if (transposed) {
+        attend_one(c, *r.kv, layer, qh, h / group, keys, scale, sink, k, scratch.scores(task), scratch.act(task),
                    scratch.act_f32(task), oh);
       } else {
-        attend_one_quantized(c, kv, layer, qh, h / group, keys, scale, sink, scratch.scores(task), scratch.act(task),
-                             scratch.v_tmp(task), oh);
+        attend_one_quantized(c, *r.kv, layer, qh, h / group, keys, scale, sink, scratch.scores(task),
+                             scratch.act(task), scratch.v_tmp(task), oh);
       }
     }
   };

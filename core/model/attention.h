@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/kv/kv_cache.h"
@@ -80,5 +81,20 @@ class AttentionScratch {
 // softmax's max and sum (llama.cpp's soft_max with sinks) but contributes no value.
 void attention(Parallel& par, const ModelConfig& c, const KvCache& kv, int layer, const float* q,
                int n_tokens, int pos0, AttentionScratch& scratch, float* out, const float* sinks = nullptr);
+
+// One sequence of a batch that holds several (continuous batching): its cache, its
+// tokens' queries and outputs (rows as for attention()) and its first position.
+struct AttentionRun {
+  const KvCache* kv;
+  const float* q;
+  float* out;
+  int n_tokens;
+  int pos0;
+};
+// attention() for every run, their units split over the tasks of one dispatch (one
+// barrier for the batch, not one per sequence); each run's rows are what attention()
+// alone gives them, to the bit. The runs' caches share one element type.
+void attention(Parallel& par, const ModelConfig& c, std::span<const AttentionRun> runs, int layer,
+               AttentionScratch& scratch, const float* sinks = nullptr);
 
 }  // namespace runnel

@@ -553,15 +553,17 @@ void Model::attention_block(int l, int n, std::span<const SeqRun> runs, ForwardS
   // positions (all before it, or its window; every position of the input where
   // attention is not causal)
   int i0 = 0;
+  s.att_runs.clear();
   for (const SeqRun& r : runs) {
     for (int j = 0; j < r.n; ++j) {
       const size_t i = static_cast<size_t>(i0 + j);
       r.kv->store(l, r.pos0 + j, &s.k[i * c.kv_dim()], &s.v[i * c.v_dim()]);
     }
-    attention(par, c, *r.kv, l, s.q.data() + static_cast<size_t>(i0) * c.q_dim(), r.n, r.pos0, s.att,
-              s.attn.data() + static_cast<size_t>(i0) * c.attn_out_dim(), w.attn_sinks ? s.sinks.data() : nullptr);
+    s.att_runs.push_back({r.kv, s.q.data() + static_cast<size_t>(i0) * c.q_dim(),
+                          s.attn.data() + static_cast<size_t>(i0) * c.attn_out_dim(), r.n, r.pos0});
     i0 += r.n;
   }
+  attention(par, c, s.att_runs, l, s.att, w.attn_sinks ? s.sinks.data() : nullptr);
   // proj = W_o attn (+ bias)
   if (w.bo) dequantize(w.bo, s.bias_o.data());
   const MatmulJob wo[] = {{matrix(w.wo), s.proj.data(), w.bo ? s.bias_o.data() : nullptr}};

@@ -81,6 +81,7 @@ struct ForwardScratch {
   std::vector<uint8_t> embd_row;  // one embedding row in its GGUF blocks (repacked embeddings)
   MatmulScratch mm;           // quantized activations
   AttentionScratch att;       // per-task scores and f16 rows
+  std::vector<AttentionRun> att_runs;  // a layer's runs, for one attention dispatch
 
  private:
   ForwardScratch(const ModelConfig& c, int n_batch, int n_ctx, int n_tasks, bool all_logits, int draft_rows);

@@ -2,6 +2,9 @@
 // measures them, so the figures compare with llama.cpp's:
 //   pp N: one batch of N tokens evaluated on an empty context (tok/s = N / time)
 //   tg N: N single-token decodes on an empty context, no sampling
+//   tg N xP (-np P): P sessions decoding N tokens each together, a pass of P rows per
+//     step as `runnel serve --slots P` runs them (DecodeBatch), greedy; tok/s counts
+//     all P sessions' tokens (llama-batched-bench's S_TG)
 // Each test runs once as a warm-up, then -r times; the table gives mean ± sd.
 // --mem-bandwidth measures the machine's read bandwidth instead (a STREAM-like sum
 // over a buffer much larger than the caches), the roofline for decode.
@@ -12,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <span>
@@ -90,6 +94,33 @@ double run_test(Engine& engine, int n_prompt, int n_gen, uint32_t seed) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// Seconds for n_parallel sessions to decode n_gen tokens each in batched passes; each
+// starts from one random token and samples greedily (the sampling is timed too, as in
+// the server; an argmax is ~1/1000 of a pass).
+double run_parallel_test(Engine& engine, DecodeBatch& batch, int n_parallel, int n_gen, uint32_t seed) {
+  const std::vector<TokenId> first = random_tokens(n_parallel, engine.config().n_vocab, seed);
+  GenerateParams params;
+  params.max_tokens = n_gen;
+  params.sampler.temperature = 0;
+  params.stop_on_eog = false;
+  params.defer_prompt = true;
+  std::vector<std::unique_ptr<Session>> sessions;
+  std::vector<std::unique_ptr<Generation>> gens;
+  std::vector<Session*> rows;
+  for (int i = 0; i < n_parallel; ++i) {
+    sessions.push_back(engine.new_session());
+    gens.push_back(sessions.back()->start({first[static_cast<size_t>(i)]}, params));
+    rows.push_back(sessions.back().get());
+  }
+  std::string piece;
+  const Clock::time_point start = Clock::now();
+  for (int step = 0; step < n_gen; ++step) {
+    batch.run(rows);
+    for (auto& g : gens) (void)g->step(piece);
+  }
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
 // GB/s of summing a buffer of `bytes` with n_threads threads (median of 5).
 double read_bandwidth(size_t bytes, int n_threads) {
   const size_t n = bytes / sizeof(uint64_t);
@@ -135,17 +166,21 @@ double read_bandwidth(size_t bytes, int n_threads) {
 }  // namespace
 
 int bench_command(const std::vector<std::string>& args) {
-  std::string models_arg, prompts_arg = "128", gens_arg = "32", threads_arg, output = "md", kv_type = "f16";
+  std::string models_arg, prompts_arg = "128", gens_arg = "32", threads_arg, parallel_arg = "1", output = "md",
+              kv_type = "f16";
   int reps = 5;
   bool mem_bandwidth = false, dry_run = false;
-  ArgParser p("runnel bench -m FILE[,FILE] [-p 128] [-n 32] [-t 1,2] [-r 5] [-o md|jsonl]",
+  ArgParser p("runnel bench -m FILE[,FILE] [-p 128] [-n 32] [-t 1,2] [-np 1,4] [-r 5] [-o md|jsonl]",
               "Measures prompt processing (pp: one batch of -p random tokens) and generation (tg: -n\n"
-              "single-token decodes) like llama-bench, on an empty context, after a warm-up run.");
+              "single-token decodes) like llama-bench, on an empty context, after a warm-up run;\n"
+              "with -np P > 1, P sessions decoding together (aggregate tok/s).");
   p.string_option("-m, --model", &models_arg, "FILE[,FILE]", "GGUF models");
   p.string_option("-p, --n-prompt", &prompts_arg, "N[,N]", "prompt lengths (default 128; 0 = no pp test)");
   p.string_option("-n, --n-gen", &gens_arg, "N[,N]", "generated lengths (default 32; 0 = no tg test)");
   p.string_option("-t, --threads", &threads_arg, "N[,N]",
                   "thread counts (default: physical cores; at most the logical CPUs)");
+  p.string_option("-np, --parallel", &parallel_arg, "N[,N]",
+                  "sessions decoded together in the tg tests (default 1), as serve --slots N");
   p.int_option("-r, --repetitions", &reps, "runs per test (default 5)");
   p.string_option("-o, --output", &output, "FORMAT", "md (a markdown table, default) or jsonl");
   p.string_option("--kv-type", &kv_type, "TYPE", "KV cache type (default f16)");
@@ -179,6 +214,12 @@ int bench_command(const std::vector<std::string>& args) {
   const std::vector<std::string> models = split_list(models_arg);
   if (models.empty()) throw UsageError("-m: at least one model file is required");
   const std::vector<int> prompts = int_list("-p", prompts_arg), gens = int_list("-n", gens_arg);
+  const std::vector<int> parallel = int_list("-np", parallel_arg);
+  int max_parallel = 1;
+  for (int np : parallel) {
+    if (np < 1) throw UsageError("-np: session counts must be >= 1");
+    max_parallel = std::max(max_parallel, np);
+  }
   // Every file opens (headers parsed) before any output: a typo in the last of several
   // models fails at once, and an error is never preceded by the table's header.
   for (const std::string& model : models) (void)MmapStore::open(model);
@@ -197,6 +238,10 @@ int bench_command(const std::vector<std::string>& args) {
       lr.kv_type = kv_type;
       lr.n_ctx = std::max(max_prompt, max_gen) + 16;
       lr.n_batch = max_prompt;  // one forward pass per prompt, as llama-bench's
+      if (max_parallel > 1) {
+        lr.n_sessions = max_parallel;
+        lr.decode_batch = max_parallel;
+      }
       lr.dry_run = dry_run;
       if (dry_run) {
         std::printf("%s, %d thread%s:\n", model.c_str(), t, t == 1 ? "" : "s");
@@ -213,26 +258,35 @@ int bench_command(const std::vector<std::string>& args) {
       }
       const uint64_t size = loaded.plan.weights_bytes;
       struct Test {
-        int n_prompt, n_gen;
+        int n_prompt, n_gen, n_parallel;
       };
       std::vector<Test> tests;
       for (int n : prompts) {
-        if (n > 0) tests.push_back({n, 0});
+        if (n > 0) tests.push_back({n, 0, 1});
       }
       for (int n : gens) {
-        if (n > 0) tests.push_back({0, n});
+        for (int np : parallel) {
+          if (n > 0) tests.push_back({0, n, np});
+        }
       }
+      std::unique_ptr<DecodeBatch> batch;
+      if (max_parallel > 1) batch = std::make_unique<DecodeBatch>(engine, max_parallel);
       for (const Test& test : tests) {
-        (void)run_test(engine, test.n_prompt, test.n_gen, 1);  // warm-up
+        const auto run = [&](uint32_t seed) {
+          return test.n_parallel > 1 ? run_parallel_test(engine, *batch, test.n_parallel, test.n_gen, seed)
+                                     : run_test(engine, test.n_prompt, test.n_gen, seed);
+        };
+        (void)run(1);  // warm-up
         std::vector<double> seconds, rates;
         for (int r = 0; r < reps; ++r) {
-          const double s = run_test(engine, test.n_prompt, test.n_gen, static_cast<uint32_t>(r + 2));
+          const double s = run(static_cast<uint32_t>(r + 2));
           seconds.push_back(s);
-          rates.push_back((test.n_prompt + test.n_gen) / s);
+          rates.push_back((test.n_prompt + test.n_gen) * test.n_parallel / s);
         }
         const Stats st = stats_of(rates);
-        const std::string name = test.n_prompt > 0 ? "pp" + std::to_string(test.n_prompt)
-                                                   : "tg" + std::to_string(test.n_gen);
+        std::string name = test.n_prompt > 0 ? "pp" + std::to_string(test.n_prompt)
+                                             : "tg" + std::to_string(test.n_gen);
+        if (test.n_parallel > 1) name += " x" + std::to_string(test.n_parallel);
         // The file name, not general.name: that is often a training-run label
         // ("Smollm2 135M 8k Lc100K Mix1 Ep2") and says nothing of the quantization.
         const std::string file = std::filesystem::path(model).stem().string();
@@ -248,6 +302,7 @@ int bench_command(const std::vector<std::string>& args) {
                               {"n_threads", t},
                               {"n_prompt", test.n_prompt},
                               {"n_gen", test.n_gen},
+                              {"n_parallel", test.n_parallel},
                               {"type_k", kv_type},
                               {"avg_ns", static_cast<int64_t>(sns.mean * 1e9)},
                               {"stddev_ns", static_cast<int64_t>(sns.sd * 1e9)},

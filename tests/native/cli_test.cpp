@@ -433,6 +433,15 @@ TEST_CASE("cli: synth-model writes a loadable model; bench measures it", "[cli]"
   }
   CHECK(n == 2);  // pp16 and tg4
   check_usage_error(dir, "bench -m '" + model + "' -o xml", "-o: expected md or jsonl, got 'xml'");
+  // -np: sessions decoded together; t/s counts every session's tokens.
+  const CliResult par = runnel_cli(dir, "bench -m '" + model + "' -p 0 -n 4 -np 1,3 -r 2 -t 1 -o jsonl");
+  REQUIRE(par.status == 0);
+  CHECK_THAT(par.out, Catch::Contains("\"n_gen\":4,\"n_parallel\":1") &&
+                          Catch::Contains("\"n_gen\":4,\"n_parallel\":3"));
+  const CliResult par_md = runnel_cli(dir, "bench -m '" + model + "' -p 0 -n 4 -np 2 -r 1 -t 1");
+  REQUIRE(par_md.status == 0);
+  CHECK_THAT(par_md.out, Catch::Contains("| tg4 x2 |"));
+  check_usage_error(dir, "bench -m '" + model + "' -np 0", "-np: session counts must be >= 1");
   const CliResult plan = runnel_cli(dir, "bench -m '" + model + "' -p 16 -n 4 -t 1 --dry-run");
   CHECK(plan.status == 0);
   CHECK_THAT(plan.out, Catch::Contains("memory plan:") && Catch::Contains("fits"));

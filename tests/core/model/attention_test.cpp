@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -142,6 +143,55 @@ TEST_CASE("attention a kv head at a time equals a query head at a time bit for b
     std::memcpy(&a, &out[0][i], 4);
     std::memcpy(&b, &out[1][i], 4);
     CHECK(a == b);
+  }
+}
+
+
+namespace {
+// Cuts work as two threads would (kTasksPerThread tasks each), running the tasks in
+// reverse order on the calling thread: task boundaries fall inside runs.
+class TwoThreadsBackwards : public Parallel {
+ public:
+  int n_threads() const override { return 2; }
+  void run(int n_tasks, const std::function<void(int)>& fn) override {
+    for (int t = n_tasks - 1; t >= 0; --t) fn(t);
+  }
+};
+}  // namespace
+
+TEST_CASE("attention over several sequences in one dispatch equals each alone bit for bit", "[model]") {
+  const ModelConfig c = gqa_config();
+  const int layer = 1;
+  const bool best = GENERATE(false, true);
+  std::unique_ptr<BestKernels> select;
+  if (best) select = std::make_unique<BestKernels>();
+  INFO("kernels " << kernels().isa);
+  TwoThreadsBackwards par;
+  // three sequences: a decode step, a 3-token chunk and another step, at other positions
+  const int n_tokens[] = {1, 3, 1}, pos0[] = {9, 20, 41};
+  std::vector<Filled> seqs;
+  for (int r = 0; r < 3; ++r) seqs.push_back(fill(c, layer, pos0[r] + n_tokens[r], n_tokens[r]));
+  for (int group : {1, 4}) {
+    INFO("scratch group " << group);
+    AttentionScratch scratch(n_tasks_for(par, 1 << 20), 64, c.head_dim, group);
+    std::vector<std::vector<float>> together(3), alone(3);
+    std::vector<AttentionRun> runs;
+    for (int r = 0; r < 3; ++r) {
+      together[r].assign(static_cast<size_t>(n_tokens[r]) * c.attn_out_dim(), -1.0f);
+      alone[r].assign(together[r].size(), -2.0f);
+      runs.push_back({&seqs[r].kv, seqs[r].q.data(), together[r].data(), n_tokens[r], pos0[r]});
+    }
+    attention(par, c, runs, layer, scratch);
+    for (int r = 0; r < 3; ++r) {
+      attention(par, c, seqs[r].kv, layer, seqs[r].q.data(), n_tokens[r], pos0[r], scratch, alone[r].data());
+      for (size_t i = 0; i < alone[r].size(); ++i) {
+        INFO("sequence " << r << " output " << i << ": " << together[r][i] << " vs " << alone[r][i]);
+        uint32_t a, b;
+        std::memcpy(&a, &together[r][i], 4);
+        std::memcpy(&b, &alone[r][i], 4);
+        CHECK(a == b);
+      }
+    }
   }
 }
 
