@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -25,14 +26,31 @@ ExpertCache::~ExpertCache() {
 }
 
 void ExpertCache::fetch(int layer, std::span<const int> ids) {
+  start_reads(slots_.fetch(layer, ids));
+  wait();
+}
+
+int ExpertCache::begin(int layer, std::span<int> ids) {
   const std::span<const ExpertSlots::Read> reads = slots_.fetch(layer, ids);
-  if (reads.empty()) return;
-  std::unique_lock<std::mutex> lock(mu_);
+  const auto missed = [&](int e) {
+    return std::any_of(reads.begin(), reads.end(), [e](const ExpertSlots::Read& r) { return r.expert == e; });
+  };
+  const auto ready_end = std::stable_partition(ids.begin(), ids.end(), [&](int e) { return !missed(e); });
+  start_reads(reads);
+  return static_cast<int>(ready_end - ids.begin());
+}
+
+void ExpertCache::start_reads(std::span<const ExpertSlots::Read> reads) {
+  std::lock_guard<std::mutex> lock(mu_);
   reads_ = reads;
   next_read_ = 0;
   reads_done_ = 0;
   read_error_.clear();
-  work_cv_.notify_all();
+  if (!reads.empty()) work_cv_.notify_all();
+}
+
+void ExpertCache::wait() {
+  std::unique_lock<std::mutex> lock(mu_);
   done_cv_.wait(lock, [this] { return reads_done_ == reads_.size(); });
   reads_ = {};
   if (!read_error_.empty()) {

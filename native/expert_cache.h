@@ -35,19 +35,26 @@ class ExpertCache {
   // Brings experts `ids` of `layer` into slots (reading the missing ones) and pins them.
   // Throws std::runtime_error naming the file on a failed read (nothing stays pinned).
   void fetch(int layer, std::span<const int> ids);
+  // fetch() in two halves (WeightStore::fetch_experts_begin): pins `ids`, hands the
+  // missing ones' reads to the I/O threads and returns at once, the cached experts moved
+  // to the front of `ids` and counted; wait() blocks until the reads are done (throwing
+  // like fetch()). One fetch at a time.
+  int begin(int layer, std::span<int> ids);
+  void wait();
   void unpin(int layer) { slots_.unpin(layer); }
   std::span<const uint8_t> bytes(size_t stack, int e) const { return slots_.bytes(stack, e); }
   int n_slots() const { return slots_.n_slots(); }
   ExpertCacheStats stats() const { return slots_.stats(); }
 
  private:
+  void start_reads(std::span<const ExpertSlots::Read> reads);
   void io_loop();
   void read_one(const ExpertSlots::Read& r);
 
   std::vector<File> files_;
   ExpertSlots slots_;
 
-  // The reads of one fetch(), done by the I/O threads while fetch() waits.
+  // The reads of one fetch(), done by the I/O threads until wait() sees them done.
   std::span<const ExpertSlots::Read> reads_;
   std::mutex mu_;
   std::condition_variable work_cv_, done_cv_;

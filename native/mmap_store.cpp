@@ -191,6 +191,14 @@ void MmapStore::fetch_experts(int layer, std::span<const int> ids) {
   if (experts_) experts_->fetch(layer, ids);
 }
 
+int MmapStore::fetch_experts_begin(int layer, std::span<int> ids) {
+  return experts_ ? experts_->begin(layer, ids) : WeightStore::fetch_experts_begin(layer, ids);
+}
+
+void MmapStore::fetch_experts_wait(int /*layer*/) {
+  if (experts_) experts_->wait();
+}
+
 void MmapStore::unpin_experts(int layer) {
   if (experts_) experts_->unpin(layer);
 }

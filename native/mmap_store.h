@@ -56,6 +56,8 @@ class MmapStore : public WeightStore {
   bool tensor_streamed(const GgufTensorInfo& tensor) const;
   bool experts_streamed(int layer) const override;
   void fetch_experts(int layer, std::span<const int> ids) override;
+  int fetch_experts_begin(int layer, std::span<int> ids) override;
+  void fetch_experts_wait(int layer) override;
   void unpin_experts(int layer) override;
   int expert_pin_capacity() const override;
   std::span<const uint8_t> expert_bytes(const GgufTensorInfo& stack, int e) override;

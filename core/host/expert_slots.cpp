@@ -150,7 +150,7 @@ std::span<const ExpertSlots::Read> ExpertSlots::fetch(int layer, std::span<const
       const Stack& st = stacks_[layer_stacks_[layer][j]];
       const uint64_t start = st.offset + static_cast<uint64_t>(e) * st.expert_bytes;
       const uint64_t begin = align_down(start);
-      reads_.push_back(Read{st.file_index, begin, align_up(start + st.expert_bytes) - begin,
+      reads_.push_back(Read{e, st.file_index, begin, align_up(start + st.expert_bytes) - begin,
                             start + st.expert_bytes - begin, start, s.base + stack_at_[layer][j]});
       bytes_read_ += st.expert_bytes;
     }

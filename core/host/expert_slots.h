@@ -37,6 +37,7 @@ class ExpertSlots {
   // kExpertReadAlign blocks, into dst (aligned the same). The expert's own bytes are
   // [expert_offset, offset + n_needed); the last block may run past the end of the file.
   struct Read {
+    int expert;  // whose bytes these are
     uint32_t file_index;
     uint64_t offset;
     uint64_t n_bytes;

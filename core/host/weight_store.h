@@ -66,6 +66,16 @@ class WeightStore {
   // valid until then. At most expert_pin_capacity() experts are pinned at once.
   virtual bool experts_streamed(int /*layer*/) const { return false; }
   virtual void fetch_experts(int /*layer*/, std::span<const int> /*ids*/) {}
+  // fetch_experts() in two halves, so that the cached experts can be computed while the
+  // missing ones are read: pins `ids` and starts their reads, moves the experts whose
+  // bytes are usable now to the front of `ids` (in their order) and returns how many;
+  // the rest are usable after fetch_experts_wait(layer), which throws what a read threw.
+  // By default the reads are done at once: all are ready.
+  virtual int fetch_experts_begin(int layer, std::span<int> ids) {
+    fetch_experts(layer, ids);
+    return static_cast<int>(ids.size());
+  }
+  virtual void fetch_experts_wait(int /*layer*/) {}
   virtual void unpin_experts(int /*layer*/) {}
   virtual int expert_pin_capacity() const { return INT_MAX; }
   // Expert e's matrix of an expert stack, in the file's block layout.

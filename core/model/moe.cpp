@@ -162,12 +162,24 @@ void Model::moe_block(int l, int n, ForwardScratch& s, Parallel& par) {
     run_experts(active, n_active_ids);
   } else {
     // Streamed experts: read the picked ones into the store's cache, as many at a time as
-    // it pins.
+    // it pins, computing those already cached while the others are read (each expert has
+    // its own output rows, summed below in pick order: the order computed changes no bit).
     const int cap = std::max(1, store_.expert_pin_capacity());
     for (int g = 0; g < n_active_ids; g += cap) {
       const int n_group = std::min(cap, n_active_ids - g);
-      store_.fetch_experts(l, std::span<const int>(active + g, n_group));
-      run_experts(active + g, n_group);
+      const int n_ready = store_.fetch_experts_begin(l, std::span<int>(active + g, n_group));
+      try {
+        if (n_ready > 0) run_experts(active + g, n_ready);
+      } catch (...) {
+        try {
+          store_.fetch_experts_wait(l);  // the reads write into the slots: let them end first
+        } catch (...) {  // the first error is the one to report
+        }
+        store_.unpin_experts(l);
+        throw;
+      }
+      store_.fetch_experts_wait(l);
+      if (n_ready < n_group) run_experts(active + g + n_ready, n_group - n_ready);
       store_.unpin_experts(l);
     }
   }

@@ -91,6 +91,49 @@ TEST_CASE("expert cache: a fetch pins the file's bytes of every stack, direct an
   }
 }
 
+TEST_CASE("expert cache: begin() puts the cached experts first; wait() completes the rest", "[experts]") {
+  test::ScratchDir dir;
+  const std::string path = write_pattern(dir, Layout::kFileBytes);
+  const Layout layout;
+  const Opened f(path, true);
+  ExpertCache cache({{path, f.fd, f.direct_fd}}, layout.stacks, Layout::kLayers, Layout::kExperts,
+                    6 * ExpertSlots::slot_bytes(layout.stacks), 4);
+  const int cached[] = {5, 2};
+  cache.fetch(0, cached);
+  cache.unpin(0);
+  int picks[] = {1, 5, 6, 2};
+  CHECK(cache.begin(0, picks) == 2);
+  // the cached ones, usable now, in their order; then the ones being read
+  CHECK(std::vector<int>(picks, picks + 4) == std::vector<int>{5, 2, 1, 6});
+  check_bytes(cache, layout, 0, 5);
+  check_bytes(cache, layout, 1, 2);
+  cache.wait();
+  for (const int e : picks) {
+    check_bytes(cache, layout, 0, e);
+    check_bytes(cache, layout, 1, e);
+  }
+  cache.unpin(0);
+  int again[] = {6, 1};
+  CHECK(cache.begin(0, again) == 2);  // nothing to read: wait() returns at once
+  cache.wait();
+  const ExpertCacheStats s = cache.stats();
+  CHECK(s.misses == 4);
+  CHECK(s.hits == 4);
+  cache.unpin(0);
+  // a failed read surfaces at wait(), and leaves nothing pinned
+  const std::string short_path = dir.file("short.bin");
+  std::filesystem::copy_file(path, short_path);
+  std::filesystem::resize_file(short_path, 80000);
+  const Opened g(short_path, false);
+  ExpertCache cut({{short_path, g.fd, -1}}, layout.stacks, 2, 8, 4 * ExpertSlots::slot_bytes(layout.stacks), 4);
+  int last[] = {7};
+  CHECK(cut.begin(1, last) == 0);
+  CHECK_THROWS_WITH(cut.wait(), Catch::Contains("the file ends before the expert does"));
+  const int first[] = {0};
+  cut.fetch(1, first);
+  check_bytes(cut, layout, 3, 0);
+}
+
 TEST_CASE("expert cache: a read past the end of the file is an error naming it", "[experts]") {
   test::ScratchDir dir;
   const Layout layout;
