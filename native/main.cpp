@@ -24,6 +24,8 @@ constexpr const char* kUsage =
     "  bench     prompt and generation speed, like llama-bench (runnel bench -m FILE -p 128 -n 32)\n"
     "  perplexity  perplexity on a text, KL divergence, like llama-perplexity (runnel perplexity -m FILE -f TEXT)\n"
     "  quantize  quantize a GGUF like llama-quantize (runnel quantize IN.gguf OUT.gguf Q4_K_M)\n"
+    "  imatrix   collect an importance matrix for quantize --imatrix, like llama-imatrix\n"
+    "            (runnel imatrix -m FILE -f TEXT -o imatrix.gguf)\n"
     "  synth-model  write a synthetic 1B/8B-shaped GGUF for benchmarks\n"
     "  version   print the version and the git commit it was built from (also --version)\n"
     "\n"
@@ -58,6 +60,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "bench") return runnel::cli::bench_command(args);
   if (command == "perplexity") return runnel::cli::perplexity_command(args);
   if (command == "quantize") return runnel::cli::quantize_command(args);
+  if (command == "imatrix") return runnel::cli::imatrix_command(args);
   if (command == "version" || command == "--version") return version_command(args);
   throw runnel::cli::UsageError("unknown command '" + command + "' (try runnel --help)");
 }

@@ -4,7 +4,10 @@
 # byte-identical. Outputs are written to a scratch folder and deleted after each run
 # (an 8B-shaped Q8_0 is 8.5 GB), so the disk needs room for one output at a time.
 #
-#   scripts/quantize_bench.sh [-t THREADS] [--runs N] [--keep-dir DIR] IN.gguf TYPE [TYPE ...]
+#   scripts/quantize_bench.sh [-t THREADS] [--runs N] [--keep-dir DIR] [--imatrix FILE] IN.gguf TYPE [TYPE ...]
+#
+# --imatrix FILE gives both tools the same importance matrix (runnel imatrix's or
+# llama-imatrix's); the files are byte-identical then too (the path is recorded in them).
 #
 # Prints one line per type: `TYPE  runnel S s (RSS MiB)  llama-quantize S s (RSS MiB)  ratio X
 # (llama/runnel: above 1 = runnel faster)  files identical|differ`, medians over --runs.
@@ -18,12 +21,14 @@ llama="${LLAMA_QUANTIZE:-$root/build-llama.cpp/build/bin/llama-quantize}"
 threads="$(nproc)"
 runs=1
 scratch=""
+imatrix=()
 while [ $# -gt 0 ]; do
   case "$1" in
     -t) threads="$2"; shift 2 ;;
     --runs) runs="$2"; shift 2 ;;
     --keep-dir) scratch="$2"; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --imatrix) imatrix=(--imatrix "$2"); shift 2 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) break ;;
   esac
 done
@@ -52,9 +57,9 @@ echo "input $input ($(du -h "$input" | cut -f1)), $threads threads, $runs run(s)
 for type in "$@"; do
   rt=(); rr=(); lt=(); lr=(); same="identical"
   for ((i = 0; i < runs; ++i)); do
-    read -r s kb < <(timed "$runnel" quantize -t "$threads" "$input" "$scratch/runnel.gguf" "$type")
+    read -r s kb < <(timed "$runnel" quantize -t "$threads" "${imatrix[@]}" "$input" "$scratch/runnel.gguf" "$type")
     rt+=("$s"); rr+=("$kb")
-    read -r s kb < <(timed "$llama" "$input" "$scratch/llama.gguf" "$type" "$threads")
+    read -r s kb < <(timed "$llama" "${imatrix[@]}" "$input" "$scratch/llama.gguf" "$type" "$threads")
     lt+=("$s"); lr+=("$kb")
     cmp -s "$scratch/runnel.gguf" "$scratch/llama.gguf" || same="differ"
     rm -f "$scratch/runnel.gguf" "$scratch/llama.gguf"

@@ -165,6 +165,14 @@ size_t activation_pack_bytes(GgmlType weight_type, int64_t n_in) {
 
 void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJob> jobs,
             MatmulScratch& scratch, const RowEpilogue* epilogue) {
+  if (scratch.observer) {
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      size_t prev = 0;  // row ranges of one fused tensor share the input: report it once
+      while (prev < j && !(jobs[prev].w.tensor == jobs[j].w.tensor && jobs[prev].w.expert == jobs[j].w.expert))
+        ++prev;
+      if (prev == j) scratch.observer->observe(jobs[j].w, x, n_tokens);
+    }
+  }
   const KernelTable& table = kernels();
   constexpr size_t kMaxJobs = 4;
   assert(jobs.size() <= kMaxJobs);
@@ -342,6 +350,9 @@ bool matmul_routed(Parallel& par, std::span<const RoutedJob> jobs, MatmulScratch
     quantize_to[j] = scratch.slot(f) + used[f];  // quantized below, once every job is known to fit
     p.act = quantize_to[j];
     used[f] += bytes;
+  }
+  if (scratch.observer) {  // every job fits: they run now
+    for (const RoutedJob& r : jobs) scratch.observer->observe(r.w, r.x, r.n_tokens);
   }
   for (size_t j = 0; j < jobs.size(); ++j) {
     if (!quantize_to[j]) continue;

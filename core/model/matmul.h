@@ -21,6 +21,8 @@
 
 namespace runnel {
 
+struct GgufTensorInfo;
+
 // A GGUF weight matrix: n_out rows of n_in elements in `type`'s block layout.
 struct Matrix {
   const uint8_t* data = nullptr;
@@ -30,6 +32,20 @@ struct Matrix {
   // Rows repacked kX8Rows at a time (TypeKernels::repack_x8): group g at
   // data + g * x8_group_bytes(); only the kernels' gemm_x8 reads it.
   bool x8 = false;
+  // The model tensor these rows come from (null for matrices of no tensor) and, for an
+  // expert stack [n_in, n_out, n_expert], the expert: only a MatmulObserver reads them.
+  const GgufTensorInfo* tensor = nullptr;
+  int expert = 0;
+};
+
+// Sees the float input of every product of a forward pass before it is quantized, e.g.
+// to collect an importance matrix (runnel imatrix). x [n_tokens, w.n_in]; a call per
+// distinct tensor of a product (q, k, v rows of one fused tensor report once), per expert
+// for the routed products. Called on the thread that calls matmul, before the product.
+class MatmulObserver {
+ public:
+  virtual ~MatmulObserver() = default;
+  virtual void observe(const Matrix& w, const float* x, int n_tokens) = 0;
 };
 
 // The batched product pays off from a few tokens on (it computes whole groups of
@@ -67,6 +83,8 @@ class MatmulScratch {
   // independent), never the packed batched gemm: a batch's rows then get the bits each
   // token would get alone, as decode computes it (speculative verification).
   bool per_token = false;
+  // Null unless something collects the products' inputs (one pointer test per product).
+  MatmulObserver* observer = nullptr;
 
   // Per-block quant sums of a format's rows, for gemm_x8 (a_sums).
   size_t sums_slot_size() const { return sums_slot_size_; }

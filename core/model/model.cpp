@@ -206,9 +206,10 @@ Model::~Model() {
 }
 
 Matrix Model::matrix(const GgufTensorInfo* t) {
-  if (const auto it = x8_.find(t); it != x8_.end()) return Matrix{it->second, t->type, t->dims[0], t->dims[1], true};
+  if (const auto it = x8_.find(t); it != x8_.end())
+    return Matrix{it->second, t->type, t->dims[0], t->dims[1], true, t};
   // a 1-D tensor (qwen2moe's shared-expert gate) is one row
-  return Matrix{store_.tensor_bytes(*t).data(), t->type, t->dims[0], t->dims.size() > 1 ? t->dims[1] : 1};
+  return Matrix{store_.tensor_bytes(*t).data(), t->type, t->dims[0], t->dims.size() > 1 ? t->dims[1] : 1, false, t};
 }
 
 const float* Model::expert_bias(const GgufTensorInfo* t, int e, float* tmp) {
@@ -224,9 +225,9 @@ Matrix Model::expert_matrix(const GgufTensorInfo* t, int e) {
   if (const auto it = x8_.find(t); it != x8_.end()) {  // whole groups per expert (x8_repacks)
     const size_t group_bytes = x8_group_bytes(kernels().of(t->type), t->type, t->dims[0]);
     const size_t bytes = static_cast<size_t>(t->dims[1] / kX8Rows) * group_bytes;
-    return Matrix{it->second + static_cast<size_t>(e) * bytes, t->type, t->dims[0], t->dims[1], true};
+    return Matrix{it->second + static_cast<size_t>(e) * bytes, t->type, t->dims[0], t->dims[1], true, t, e};
   }
-  return Matrix{store_.expert_bytes(*t, e).data(), t->type, t->dims[0], t->dims[1]};
+  return Matrix{store_.expert_bytes(*t, e).data(), t->type, t->dims[0], t->dims[1], false, t, e};
 }
 
 std::array<Matrix, 3> Model::qkv_matrices(const LayerTensors& w) {

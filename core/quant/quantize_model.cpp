@@ -155,17 +155,33 @@ void convert_slab(const GgufTensorInfo& t, GgmlType to, const uint8_t* src, uint
 
 }  // namespace
 
+WeightedQuantizeRowFn weighted_quantizer(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q4_0: return ref::quantize_row_q4_0_weighted;
+    case GgmlType::Q4_1: return ref::quantize_row_q4_1_weighted;
+    case GgmlType::Q5_0: return ref::quantize_row_q5_0_weighted;
+    case GgmlType::Q5_1: return ref::quantize_row_q5_1_weighted;
+    case GgmlType::Q2_K: return ref::quantize_row_q2_k_weighted;
+    case GgmlType::Q3_K: return ref::quantize_row_q3_k_weighted;
+    case GgmlType::Q4_K: return ref::quantize_row_q4_k_weighted;
+    case GgmlType::Q5_K: return ref::quantize_row_q5_k_weighted;
+    case GgmlType::Q6_K: return ref::quantize_row_q6_k_weighted;
+    case GgmlType::IQ4_NL: return ref::quantize_row_iq4_nl_weighted;
+    case GgmlType::IQ4_XS: return ref::quantize_row_iq4_xs_weighted;
+    default: return nullptr;  // Q8_0, floats, MXFP4: llama-quantize ignores the weights too
+  }
+}
+
 void quantize_rows(GgmlType type, const float* src, void* dst, int64_t n_rows, int64_t n_per_row,
                    const float* importance) {
   const size_t dst_row = row_bytes(type, n_per_row);
   const QuantizeRowFn plain = ref_kernels().of(type).quantize_row;
+  const WeightedQuantizeRowFn weighted = importance ? weighted_quantizer(type) : nullptr;
   for (int64_t r = 0; r < n_rows; ++r) {
     const float* x = src + r * n_per_row;
     void* y = static_cast<uint8_t*>(dst) + static_cast<size_t>(r) * dst_row;
-    if (importance && type == GgmlType::IQ4_NL) {
-      ref::quantize_row_iq4_nl_weighted(x, y, n_per_row, importance);
-    } else if (importance && type == GgmlType::IQ4_XS) {
-      ref::quantize_row_iq4_xs_weighted(x, y, n_per_row, importance);
+    if (weighted) {
+      weighted(x, y, n_per_row, importance);
     } else {
       plain(x, y, n_per_row);
     }

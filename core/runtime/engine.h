@@ -214,6 +214,10 @@ class Session {
   // Whether a full context shifts (EngineOptions::n_keep >= 0) instead of ending.
   bool shifts_context() const;
 
+  // Hands the input rows of every weight product of this session's passes to `observer`
+  // (runnel imatrix); nullptr (the default) stops it. `observer` must outlive its use.
+  void set_matmul_observer(MatmulObserver* observer) { scratch_.mm.observer = observer; }
+
   // Forgets history past the first n_keep tokens (their cache entries stay valid).
   void rewind(int n_keep);
   void reset() { rewind(0); }

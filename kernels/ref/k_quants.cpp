@@ -20,18 +20,6 @@ inline int clamp_int(int v, int lo, int hi) {
   return v < lo ? lo : (v > hi ? hi : v);
 }
 
-// 2-bit quants L[256] -> qs[64]: per 128-element half, byte l = L[l] | L[l+32] << 2 |
-// L[l+64] << 4 | L[l+96] << 6 (Q2_K and the low bits of Q3_K).
-template <typename T>
-void pack_2bit(const T* L, uint8_t* qs) {
-  for (int half = 0; half < kQK_K; half += 128) {
-    for (int l = 0; l < 32; ++l) {
-      const T* q = L + half + l;
-      qs[half / 4 + l] = static_cast<uint8_t>(q[0] | (q[32] << 2) | (q[64] << 4) | (q[96] << 6));
-    }
-  }
-}
-
 // Weights of the affine fits for Q4_K / Q5_K: rms of the sub-block plus |x|.
 void rms_plus_abs_weights(const float* x, float* w) {
   float sum_x2 = 0.0f;

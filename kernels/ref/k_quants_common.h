@@ -76,4 +76,30 @@ float fit_symmetric_q3(int n, int nmax, const float* x, int8_t* L);
 float fit_affine(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* min_out,
                  float rmin, float rdelta, int nstep, bool use_mad);
 
+// make_qx_quants with importance weights qw[n] (rmse_type 1): as fit_symmetric_weighted,
+// but each element weighted by qw[i] instead of x^2. L = l + nmax in [0, 2 nmax), all 0
+// for an all-but-zero group (then the scale is 0). Returns the scale. Used by the
+// importance-weighted quantizers (quant_weighted.cpp), where n may be 16 or 32 and, for
+// the super-block scales of Q3_K, the 16 sub-block scales with their weight sums.
+float fit_symmetric_qw(int n, int nmax, const float* x, const float* qw, int8_t* L);
+
+// Fit of non-negative values x[n] (sub-block scales or mins, n <= kMaxGroup) as
+// scale * L, L in [0, nmax], weighted by qw: the rounding scale nmax / max, 8 more
+// candidates (nmax +- 0.1 k) / max kept by weighted squared error, then up to 5 passes
+// of coordinate descent on single L. ggml's make_qp_quants. L is stored as uint8_t
+// exactly as ggml stores it (a negative x would wrap). Returns the scale.
+float fit_positive_scales(int n, int nmax, const float* x, const float* qw, uint8_t* L);
+
+// 2-bit quants L[256] -> qs[64]: per 128-element half, byte l = L[l] | L[l+32] << 2 |
+// L[l+64] << 4 | L[l+96] << 6 (Q2_K and the low bits of Q3_K).
+template <typename T>
+void pack_2bit(const T* L, uint8_t* qs) {
+  for (int half = 0; half < 256; half += 128) {
+    for (int l = 0; l < 32; ++l) {
+      const T* q = L + half + l;
+      qs[half / 4 + l] = static_cast<uint8_t>(q[0] | (q[32] << 2) | (q[64] << 4) | (q[96] << 6));
+    }
+  }
+}
+
 }  // namespace runnel::ref

@@ -2,6 +2,7 @@
 // ggml's evaluation order (products left to right, same accumulators) because the
 // quantizers must choose the same quants as llama.cpp bit for bit; "simplifying" any
 // of these sums changes which candidate wins on ties and near-ties.
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/ref/k_quants_common.h"
@@ -71,6 +72,106 @@ float fit_symmetric_weighted(int n, int nmax, const float* x, int8_t* L) {
     }
   }
   return scale;
+}
+
+float fit_symmetric_qw(int n, int nmax, const float* x, const float* qw, int8_t* L) {
+  float amax;
+  const float max = signed_absmax(n, x, &amax);
+  if (amax < kGroupMaxEps) {
+    for (int i = 0; i < n; ++i) L[i] = 0;
+    return 0.0f;
+  }
+  // The sums of one candidate inverse scale: codes into `out`, sum w x l and sum w l^2.
+  auto try_scale = [&](float iscale, int8_t* out, float* sumlx, float* suml2) {
+    *sumlx = 0.0f;
+    *suml2 = 0.0f;
+    for (int i = 0; i < n; ++i) {
+      const int l = clamp_int(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+      out[i] = static_cast<int8_t>(l + nmax);
+      *sumlx += qw[i] * x[i] * static_cast<float>(l);
+      *suml2 += qw[i] * static_cast<float>(l) * static_cast<float>(l);
+    }
+  };
+  float sumlx, suml2;
+  try_scale(static_cast<float>(-nmax) / max, L, &sumlx, &suml2);
+  float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
+  float best = scale * sumlx;
+  int8_t trial[kMaxGroup];
+  for (int is = -9; is <= 9; ++is) {
+    if (is == 0) continue;
+    try_scale(-(static_cast<float>(nmax) + 0.1f * static_cast<float>(is)) / max, trial, &sumlx, &suml2);
+    if (suml2 > 0.0f && sumlx * sumlx > best * suml2) {
+      for (int i = 0; i < n; ++i) L[i] = trial[i];
+      scale = sumlx / suml2;
+      best = scale * sumlx;
+    }
+  }
+  return scale;
+}
+
+float fit_positive_scales(int n, int nmax, const float* x, const float* qw, uint8_t* L) {
+  float max = 0.0f;
+  for (int i = 0; i < n; ++i) max = max > x[i] ? max : x[i];
+  if (max < kGroupMaxEps) {
+    for (int i = 0; i < n; ++i) L[i] = 0;
+    return 0.0f;
+  }
+  float iscale = static_cast<float>(nmax) / max;
+  for (int i = 0; i < n; ++i) L[i] = static_cast<uint8_t>(nearest_int(iscale * x[i]));
+  const float scale = 1 / iscale;
+  float best_mse = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    const float diff = x[i] - scale * static_cast<float>(L[i]);
+    best_mse += qw[i] * diff * diff;
+  }
+  for (int is = -4; is <= 4; ++is) {
+    if (is == 0) continue;
+    const float iscale_is = (0.1f * static_cast<float>(is) + static_cast<float>(nmax)) / max;
+    const float scale_is = 1 / iscale_is;
+    float mse = 0.0f;
+    for (int i = 0; i < n; ++i) {
+      const int l = std::min(nmax, nearest_int(iscale_is * x[i]));
+      const float diff = x[i] - scale_is * static_cast<float>(l);
+      mse += qw[i] * diff * diff;
+    }
+    if (mse < best_mse) {
+      best_mse = mse;
+      iscale = iscale_is;
+    }
+  }
+  float sumlx = 0.0f;
+  float suml2 = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    L[i] = static_cast<uint8_t>(std::min(nmax, nearest_int(iscale * x[i])));
+    const float l = static_cast<float>(L[i]);
+    sumlx += qw[i] * x[i] * l;
+    suml2 += qw[i] * l * l;
+  }
+  for (int pass = 0; pass < 5; ++pass) {
+    int n_changed = 0;
+    for (int i = 0; i < n; ++i) {
+      // Re-choose L[i] as the best level given the scale fitted to all the others.
+      const float w = qw[i];
+      const float li = static_cast<float>(L[i]);
+      float slx = sumlx - w * x[i] * li;
+      float sl2 = suml2 - w * li * li;
+      if (slx > 0.0f && sl2 > 0.0f) {
+        const int new_l = std::min(nmax, nearest_int(x[i] * sl2 / slx));
+        if (new_l != L[i]) {
+          slx += w * x[i] * static_cast<float>(new_l);
+          sl2 += w * static_cast<float>(new_l) * static_cast<float>(new_l);
+          if (slx * slx * suml2 > sumlx * sumlx * sl2) {
+            L[i] = static_cast<uint8_t>(new_l);
+            sumlx = slx;
+            suml2 = sl2;
+            ++n_changed;
+          }
+        }
+      }
+    }
+    if (n_changed == 0) break;
+  }
+  return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 }
 
 float fit_symmetric_q3(int n, int nmax, const float* x, int8_t* L) {

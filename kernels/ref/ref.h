@@ -84,4 +84,18 @@ float vec_dot_iq4_xs(int64_t n, const void* w, const void* a);  // a: Q8_K
 void quantize_row_iq4_nl_weighted(const float* src, void* dst, int64_t n, const float* importance);
 void quantize_row_iq4_xs_weighted(const float* src, void* dst, int64_t n, const float* importance);
 
+// ---- importance-weighted quantizers (quant_weighted.cpp): what llama-quantize writes with
+// an imatrix (ggml's quantize_q4_0 .. quantize_q6_K with quant_weights). src is exactly one
+// row of n elements (the 32-element types weight by a mean over the whole row);
+// importance[n] holds the row's column weights. nullptr gives the plain quantizers above.
+void quantize_row_q4_0_weighted(const float* src, void* dst, int64_t n, const float* importance);
+void quantize_row_q4_1_weighted(const float* src, void* dst, int64_t n, const float* importance);
+void quantize_row_q5_0_weighted(const float* src, void* dst, int64_t n, const float* importance);
+void quantize_row_q5_1_weighted(const float* src, void* dst, int64_t n, const float* importance);
+void quantize_row_q2_k_weighted(const float* src, void* dst, int64_t n, const float* importance);
+void quantize_row_q3_k_weighted(const float* src, void* dst, int64_t n, const float* importance);
+void quantize_row_q4_k_weighted(const float* src, void* dst, int64_t n, const float* importance);
+void quantize_row_q5_k_weighted(const float* src, void* dst, int64_t n, const float* importance);
+void quantize_row_q6_k_weighted(const float* src, void* dst, int64_t n, const float* importance);
+
 }  // namespace runnel::ref

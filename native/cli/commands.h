@@ -19,6 +19,7 @@ int synth_model_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
 int perplexity_command(const std::vector<std::string>& args);
 int quantize_command(const std::vector<std::string>& args);
+int imatrix_command(const std::vector<std::string>& args);
 
 // Applies RUNNEL_ISA (if set) to the kernel selection; throws UsageError if the
 // forced ISA is unknown or not supported by this CPU.

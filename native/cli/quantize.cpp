@@ -64,23 +64,21 @@ void release_and_read_ahead(MmapStore& store, const GgufTensorInfo& t, uint64_t 
   if (next_end > ahead) (void)::madvise(addr + ahead, next_end - ahead, MADV_WILLNEED);
 }
 
-// The importance matrix steers only the IQ4 searches (core/quant/README.md): say which
-// of the plan's quantized types are written without it.
-void warn_unweighted_types(const GgufModel& model, const QuantizePlan& plan) {
+// Tensors quantized to a type that takes importance weights but without an entry in the
+// imatrix (typically token_embd.weight, and output.weight unless collected with
+// --process-output) are quantized unweighted, as llama-quantize does: name them once.
+void note_tensors_without_importance(const GgufModel& model, const QuantizePlan& plan,
+                                     const ImportanceMatrix& imatrix) {
   std::string names;
+  int n = 0;
   for (size_t i = 0; i < plan.types.size(); ++i) {
-    const GgmlType t = plan.types[i];
-    if (t == model.tensors[i].type || t == GgmlType::IQ4_NL || t == GgmlType::IQ4_XS || t == GgmlType::F32 ||
-        t == GgmlType::F16 || t == GgmlType::BF16)
-      continue;
-    const std::string name(traits(t).name);
-    if (names.find(name) == std::string::npos) names += (names.empty() ? "" : ", ") + name;
+    const GgufTensorInfo& t = model.tensors[i];
+    if (plan.types[i] == t.type || !weighted_quantizer(plan.types[i]) || imatrix.count(t.name) > 0) continue;
+    if (++n <= 4) names += (names.empty() ? "" : ", ") + t.name;
   }
-  if (!names.empty())
-    std::fprintf(stderr,
-                 "runnel: warning: --imatrix: only IQ4_NL and IQ4_XS use it; %s tensors are quantized without it "
-                 "(llama-quantize would weight them)\n",
-                 names.c_str());
+  if (n > 0)
+    std::fprintf(stderr, "quantize: %d tensor%s not in the imatrix, quantized without it: %s%s\n", n,
+                 n == 1 ? "" : "s", names.c_str(), n > 4 ? ", ..." : "");
 }
 
 // --dry-run: one line per tensor in write order, then the totals, on stdout.
@@ -115,7 +113,7 @@ int quantize_command(const std::vector<std::string>& args) {
   p.positional("TYPE", &type_text, "one of " + quant_mix_names());
   p.flag("--allow-requantize", &allow_requantize, "accept quantized input (dequantized, then quantized)");
   p.string_option("--imatrix", &imatrix_path, "FILE",
-                  "importance matrix (llama-imatrix's or runnel imatrix's GGUF) for the IQ4 searches");
+                  "importance matrix (runnel imatrix's or llama-imatrix's GGUF) weighting the quantizers' searches");
   p.int_option("-t, --threads", &n_threads, "threads (default: all logical CPUs)");
   p.string_option("--split-max-size", &split_size, "SIZE", "split the output into files of at most SIZE of tensor data (e.g. 2G, 500M)");
   p.int_option("--split-max-tensors", &split_tensors, "split the output into files of at most N tensors");
@@ -163,7 +161,7 @@ int quantize_command(const std::vector<std::string>& args) {
   const GgufModel& model = store->model();
   const QuantizePlan plan = plan_quantization(model, opt, out_path);
 
-  if (opt.imatrix) warn_unweighted_types(model, plan);
+  if (opt.imatrix) note_tensors_without_importance(model, plan, imatrix);
   if (dry_run) {
     print_plan(model, plan);
     return 0;

@@ -112,14 +112,26 @@ std::vector<float> golden_importance(int r, int64_t n) {
   return w;
 }
 
-TEST_CASE("IQ4 quantizers with importance weights match ggml's bit for bit", "[kernels]") {
+// The legacy and k-quant hashes: ggml's quantize_q4_0 .. quantize_q6_K with quant_weights
+// (one row of 1024 per call), from libggml-base of llama.cpp de3ff81 (the bundle's source,
+// scripts/build_llama_cpp.sh), whose IQ4_NL hash is the one recorded above.
+TEST_CASE("Quantizers with importance weights match ggml's bit for bit", "[kernels]") {
   constexpr int64_t kN = 1024;
   const struct {
     GgmlType type;
     void (*quantize)(const float*, void*, int64_t, const float*);
     uint64_t hash;
   } cases[] = {{GgmlType::IQ4_NL, ref::quantize_row_iq4_nl_weighted, 0xd969d5c3dc17e6d5ull},
-               {GgmlType::IQ4_XS, ref::quantize_row_iq4_xs_weighted, 0xf15459680764a5e6ull}};
+               {GgmlType::IQ4_XS, ref::quantize_row_iq4_xs_weighted, 0xf15459680764a5e6ull},
+               {GgmlType::Q4_0, ref::quantize_row_q4_0_weighted, 0x73834fc3f5c450c6ull},
+               {GgmlType::Q4_1, ref::quantize_row_q4_1_weighted, 0x092ef829119fb592ull},
+               {GgmlType::Q5_0, ref::quantize_row_q5_0_weighted, 0xbc1be3a9e52119acull},
+               {GgmlType::Q5_1, ref::quantize_row_q5_1_weighted, 0x0f955c5bdbb46e6cull},
+               {GgmlType::Q2_K, ref::quantize_row_q2_k_weighted, 0xe959a07997b4cd14ull},
+               {GgmlType::Q3_K, ref::quantize_row_q3_k_weighted, 0x36ee0ca49691d067ull},
+               {GgmlType::Q4_K, ref::quantize_row_q4_k_weighted, 0xd19cfa19043541a2ull},
+               {GgmlType::Q5_K, ref::quantize_row_q5_k_weighted, 0x95a564c8f9f6475aull},
+               {GgmlType::Q6_K, ref::quantize_row_q6_k_weighted, 0x92639ec67d9f48cfull}};
   for (const auto& c : cases) {
     INFO("type " << traits(c.type).name);
     std::vector<uint8_t> w(row_bytes(c.type, kN));
