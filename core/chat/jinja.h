@@ -23,8 +23,11 @@ class Template {
 
   // Renders with these global variables (plus the builtins range, namespace,
   // raise_exception, strftime_now). Throws JinjaError for runtime errors and
-  // raise_exception(). `now` is the Unix time strftime_now formats (UTC).
-  std::string render(const std::vector<std::pair<std::string, Value>>& globals, int64_t now) const;
+  // raise_exception(), and for a render beyond the bounds of jinja_value.h (steps, sizes).
+  // `now` is the Unix time strftime_now formats (UTC); `steps_used` (optional) receives
+  // the Budget steps the render took.
+  std::string render(const std::vector<std::pair<std::string, Value>>& globals, int64_t now,
+                     int64_t* steps_used = nullptr) const;
 
  private:
   std::shared_ptr<const std::vector<Stmt>> body_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <string_view>
 
 namespace runnel::jinja {
@@ -38,7 +39,8 @@ std::string strip(const std::string& s, const Value* chars, bool left, bool righ
   return s.substr(b, e - b);
 }
 
-std::string replace_all(const std::string& s, const std::string& from, const std::string& to, int64_t count) {
+std::string replace_all(const std::string& s, const std::string& from, const std::string& to, int64_t count,
+                        std::string_view what, Budget& budget) {
   if (from.empty()) return s;
   std::string out;
   size_t i = 0;
@@ -46,10 +48,15 @@ std::string replace_all(const std::string& s, const std::string& from, const std
   while (count < 0 || done < count) {
     const size_t j = s.find(from, i);
     if (j == std::string::npos) break;
-    out += s.substr(i, j - i) + to;
+    // Each replacement may grow the text: a 1-byte match replaced by a long string.
+    check_string_size(out.size() + (j - i) + to.size(), what);
+    budget.charge(1 + static_cast<int64_t>(to.size() / kBytesPerStep));
+    out.append(s, i, j - i);
+    out += to;
     i = j + from.size();
     ++done;
   }
+  check_string_size(out.size() + (s.size() - i), what);
   return out + s.substr(i);
 }
 
@@ -86,6 +93,7 @@ const Value* arg(const std::vector<Value>& args, const KwArgs& kwargs, size_t i,
 }
 
 List as_items(const Value& v, int line, std::string_view what) {
+  if (v.is_string()) check_list_size(v.as_string().size(), what);
   if (v.is_list()) return v.as_list();
   if (v.is_dict()) {
     List keys;
@@ -127,6 +135,7 @@ int compare_values(const Value& a, const Value& b, int line) {
 std::string html_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
+    if (out.size() > kMaxStringBytes) check_string_size(out.size(), "filter 'escape'");
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;
@@ -240,9 +249,23 @@ std::vector<std::pair<std::string, Value>> builtin_globals(int64_t now) {
       fail(0, "range() needs 1 to 3 arguments");
     }
     if (step == 0) fail(0, "range() step cannot be zero");
-    if ((stop - start) / step > 100000) fail(0, "range() too long");
+    // The item count, in unsigned arithmetic: stop - start may not fit in 64 signed bits.
+    uint64_t n = 0;
+    if (step > 0 && stop > start) {
+      n = (static_cast<uint64_t>(stop) - static_cast<uint64_t>(start) - 1) / static_cast<uint64_t>(step) + 1;
+    } else if (step < 0 && start > stop) {
+      const uint64_t down = static_cast<uint64_t>(-(step + 1)) + 1;  // |step|, also for INT64_MIN
+      n = (static_cast<uint64_t>(start) - static_cast<uint64_t>(stop) - 1) / down + 1;
+    }
+    if (n > static_cast<uint64_t>(kMaxRangeLength)) {
+      fail(0, "range() would make " + std::to_string(n) + " items; at most " + std::to_string(kMaxRangeLength) +
+                  " are allowed");
+    }
     List l;
-    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) l.emplace_back(i);
+    l.reserve(n);
+    for (uint64_t k = 0; k < n; ++k) {
+      l.emplace_back(static_cast<int64_t>(static_cast<uint64_t>(start) + k * static_cast<uint64_t>(step)));
+    }
     return Value(std::move(l));
   })));
   g.emplace_back("namespace", Value(Callable([](std::vector<Value>& args, KwArgs& kwargs) -> Value {
@@ -267,7 +290,7 @@ std::vector<std::pair<std::string, Value>> builtin_globals(int64_t now) {
   return g;
 }
 
-bool apply_test(const std::string& name, const Value& v, std::vector<Value>& args, int line) {
+bool apply_test(const std::string& name, const Value& v, std::vector<Value>& args, int line, Budget& budget) {
   const auto need = [&](size_t n) {
     if (args.size() < n) fail(line, "test '" + name + "' needs an argument");
   };
@@ -295,17 +318,23 @@ bool apply_test(const std::string& name, const Value& v, std::vector<Value>& arg
   }
   need(1);
   const Value& other = args[0];
-  if (name == "equalto" || name == "eq" || name == "sameas") return v == other;
-  if (name == "ne") return !(v == other);
+  if (name == "equalto" || name == "eq" || name == "sameas") return equal(v, other, &budget);
+  if (name == "ne") return !equal(v, other, &budget);
   if (name == "divisibleby") {
     if (v.kind() != Value::Kind::Int || other.kind() != Value::Kind::Int || other.as_int() == 0) {
       fail(line, "test 'divisibleby' needs non-zero integers");
     }
-    return v.as_int() % other.as_int() == 0;
+    return other.as_int() == -1 || v.as_int() % other.as_int() == 0;  // INT64_MIN % -1 overflows
   }
   if (name == "in") {
+    budget.charge(other.weight());
     if (other.is_string()) return v.is_string() && other.as_string().find(v.as_string()) != std::string::npos;
-    if (other.is_list()) return std::find(other.as_list().begin(), other.as_list().end(), v) != other.as_list().end();
+    if (other.is_list()) {
+      for (const Value& item : other.as_list()) {
+        if (equal(item, v, &budget)) return true;
+      }
+      return false;
+    }
     if (other.is_dict()) return v.is_string() && other.as_dict().find(v.as_string());
     return false;
   }
@@ -318,10 +347,10 @@ bool apply_test(const std::string& name, const Value& v, std::vector<Value>& arg
 }
 
 Value apply_filter(const std::string& name, const Value& input, std::vector<Value>& args, KwArgs& kwargs,
-                   int line, const TestFn& test) {
+                   int line, Budget& budget, const TestFn& test) {
   // Jinja's string filters take str() of anything (soft_str): undefined|trim is "".
   const auto need_string = [&]() -> std::string {
-    return input.is_string() ? input.as_string() : input.to_output();
+    return input.is_string() ? input.as_string() : input.to_output(&budget);
   };
   if (name == "trim") return Value(strip(need_string(), arg(args, kwargs, 0, "chars"), true, true));
   if (name == "upper") return Value(map_chars(need_string(), ::toupper));
@@ -337,14 +366,19 @@ Value apply_filter(const std::string& name, const Value& input, std::vector<Valu
       fail(line, "filter 'replace' needs two strings");
     }
     const int64_t count = args.size() > 2 && args[2].kind() == Value::Kind::Int ? args[2].as_int() : -1;
-    return Value(replace_all(need_string(), args[0].as_string(), args[1].as_string(), count));
+    return Value(replace_all(need_string(), args[0].as_string(), args[1].as_string(), count, "filter 'replace'",
+                             budget));
   }
   if (name == "safe") return input;
-  if (name == "escape" || name == "e") return Value(html_escape(input.to_output()));
-  if (name == "string") return Value(input.to_output());
+  if (name == "escape" || name == "e") return Value(html_escape(input.to_output(&budget)));
+  if (name == "string") return Value(input.to_output(&budget));
   if (name == "tojson") {
     const Value* indent = arg(args, kwargs, 0, "indent");
-    return Value(input.to_json(indent && indent->kind() == Value::Kind::Int ? static_cast<int>(indent->as_int()) : -1));
+    // Beyond the longest string any indent fails anyway; clamped so the int holds it.
+    const int64_t width = indent && indent->kind() == Value::Kind::Int
+                              ? std::clamp<int64_t>(indent->as_int(), -1, int64_t{kMaxStringBytes} + 1)
+                              : -1;
+    return Value(input.to_json(static_cast<int>(width), &budget));
   }
   if (name == "default" || name == "d") {
     const Value* fallback = arg(args, kwargs, 0, "default_value");
@@ -360,7 +394,15 @@ Value apply_filter(const std::string& name, const Value& input, std::vector<Valu
     fail(line, "filter 'length' needs a string, list or dict, got " + std::string(input.type_name()));
   }
   if (name == "int") {
-    if (input.is_number()) return Value(static_cast<int64_t>(input.as_number()));
+    if (input.kind() == Value::Kind::Int) return input;
+    if (input.is_number()) {
+      // Python's int() of a float beyond 64 bits is a big int; ours refuses it (and nan).
+      const double d = input.as_number();
+      if (!(d > -9.2233720368547758e18 && d < 9.2233720368547758e18)) {
+        fail(line, "filter 'int': " + format_float(d) + " does not fit in 64 bits");
+      }
+      return Value(static_cast<int64_t>(d));
+    }
     if (input.is_string()) return Value(static_cast<int64_t>(std::strtoll(input.as_string().c_str(), nullptr, 10)));
     if (input.kind() == Value::Kind::Bool) return Value(static_cast<int64_t>(input.as_bool()));
     return Value(int64_t{0});
@@ -371,7 +413,10 @@ Value apply_filter(const std::string& name, const Value& input, std::vector<Valu
     return Value(0.0);
   }
   if (name == "abs") {
-    if (input.kind() == Value::Kind::Int) return Value(input.as_int() < 0 ? -input.as_int() : input.as_int());
+    if (input.kind() == Value::Kind::Int) {
+      if (input.as_int() == INT64_MIN) fail(line, "filter 'abs': integer overflow (more than 64 bits)");
+      return Value(input.as_int() < 0 ? -input.as_int() : input.as_int());
+    }
     if (input.is_number()) return Value(std::fabs(input.as_number()));
     fail(line, "filter 'abs' needs a number");
   }
@@ -384,12 +429,18 @@ Value apply_filter(const std::string& name, const Value& input, std::vector<Valu
   if (name == "indent") {
     const Value* width = arg(args, kwargs, 0, "width");
     const Value* first = arg(args, kwargs, 1, "first");
-    const std::string pad(width && width->kind() == Value::Kind::Int ? static_cast<size_t>(width->as_int()) : 4, ' ');
+    const int64_t n_pad = width && width->kind() == Value::Kind::Int ? std::max<int64_t>(0, width->as_int()) : 4;
+    check_string_size(static_cast<uint64_t>(n_pad), "filter 'indent'");  // before allocating
+    const std::string pad(static_cast<size_t>(n_pad), ' ');
     const std::string& s = need_string();
     std::string out = first && first->truthy() ? pad : "";
     for (size_t i = 0; i < s.size(); ++i) {
       out += s[i];
-      if (s[i] == '\n' && i + 1 < s.size() && s[i + 1] != '\n') out += pad;
+      if (s[i] == '\n' && i + 1 < s.size() && s[i + 1] != '\n') {
+        check_string_size(out.size() + pad.size(), "filter 'indent'");
+        budget.charge_bytes(pad.size());
+        out += pad;
+      }
     }
     return Value(std::move(out));
   }
@@ -414,29 +465,49 @@ Value apply_filter(const std::string& name, const Value& input, std::vector<Valu
     for (const auto& [k, v] : items) l.emplace_back(List{Value(k), v});
     return Value(std::move(l));
   }
+  // Without copying the list (or splitting a long string into a list of characters).
+  if ((name == "first" || name == "last") && input.is_list()) {
+    const List& l = input.as_list();
+    return l.empty() ? Value() : (name == "first" ? l.front() : l.back());
+  }
+  if ((name == "first" || name == "last") && input.is_string()) {
+    const std::string& text = input.as_string();
+    return text.empty() ? Value() : Value(std::string(1, name == "first" ? text.front() : text.back()));
+  }
+  if (name == "reverse" && input.is_string()) {
+    return Value(std::string(input.as_string().rbegin(), input.as_string().rend()));
+  }
   List items = as_items(input, line, "filter '" + name + "'");
   if (name == "list") return Value(std::move(items));
   if (name == "first") return items.empty() ? Value() : items.front();
   if (name == "last") return items.empty() ? Value() : items.back();
   if (name == "reverse") {
-    if (input.is_string()) return Value(std::string(input.as_string().rbegin(), input.as_string().rend()));
     std::reverse(items.begin(), items.end());
     return Value(std::move(items));
   }
   if (name == "join") {
     const Value* sep = arg(args, kwargs, 0, "d");
     const Value* attr = kwarg(kwargs, "attribute");
+    const std::string separator = sep ? sep->to_output(&budget) : "";
+    const std::string path = attr ? attr->to_output(&budget) : "";
     std::string out;
     for (size_t i = 0; i < items.size(); ++i) {
-      if (i && sep) out += sep->to_output();
-      out += (attr ? attribute(items[i], attr->to_output()) : items[i]).to_output();
+      if (i) out += separator;
+      out += (attr ? attribute(items[i], path) : items[i]).to_output(&budget);
+      check_string_size(out.size(), "filter 'join'");
+      budget.charge_bytes(separator.size());
     }
     return Value(std::move(out));
   }
   if (name == "unique") {
     List out;
     for (const Value& v : items) {
-      if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+      // Quadratic: every item is compared with those kept, each comparison paid for.
+      bool seen = false;
+      for (const Value& kept : out) {
+        if ((seen = equal(kept, v, &budget))) break;
+      }
+      if (!seen) out.push_back(v);
     }
     return Value(std::move(out));
   }
@@ -444,6 +515,7 @@ Value apply_filter(const std::string& name, const Value& input, std::vector<Valu
     const Value* reverse = arg(args, kwargs, 0, "reverse");
     const Value* attr = kwarg(kwargs, "attribute");
     std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) {
+      budget.charge(1);
       const Value x = attr ? attribute(a, attr->to_output()) : a;
       const Value y = attr ? attribute(b, attr->to_output()) : b;
       return compare_values(x, y, line) < 0;
@@ -458,8 +530,13 @@ Value apply_filter(const std::string& name, const Value& input, std::vector<Valu
       const Value& v = items[i];
       if (name == "sum") {
         if (!acc.is_number() || !v.is_number()) fail(line, "filter 'sum' needs numbers");
-        acc = acc.kind() == Value::Kind::Int && v.kind() == Value::Kind::Int ? Value(acc.as_int() + v.as_int())
-                                                                               : Value(acc.as_number() + v.as_number());
+        int64_t r = 0;
+        if (acc.kind() == Value::Kind::Int && v.kind() == Value::Kind::Int) {
+          if (__builtin_add_overflow(acc.as_int(), v.as_int(), &r)) fail(line, "filter 'sum': integer overflow (more than 64 bits)");
+          acc = Value(r);
+        } else {
+          acc = Value(acc.as_number() + v.as_number());
+        }
       } else if ((compare_values(v, acc, line) < 0) == (name == "min")) {
         acc = v;
       }
@@ -475,7 +552,8 @@ Value apply_filter(const std::string& name, const Value& input, std::vector<Valu
       } else if (!args.empty() && args[0].is_string()) {
         std::vector<Value> rest(args.begin() + 1, args.end());
         KwArgs none;
-        out.push_back(apply_filter(args[0].as_string(), v, rest, none, line, test));
+        budget.charge(1 + v.weight());
+        out.push_back(apply_filter(args[0].as_string(), v, rest, none, line, budget, test));
       } else {
         fail(line, "filter 'map' needs attribute= or a filter name");
       }
@@ -511,7 +589,8 @@ Value apply_filter(const std::string& name, const Value& input, std::vector<Valu
   fail(line, "unsupported filter '" + name + "'");
 }
 
-Value call_method(const Value& obj, const std::string& name, std::vector<Value>& args, KwArgs& kwargs, int line) {
+Value call_method(const Value& obj, const std::string& name, std::vector<Value>& args, KwArgs& kwargs, int line,
+                  Budget& budget) {
   if (obj.is_string()) {
     const std::string& s = obj.as_string();
     const Value* a0 = arg(args, kwargs, 0, "");
@@ -524,7 +603,7 @@ Value call_method(const Value& obj, const std::string& name, std::vector<Value>&
     if (name == "capitalize") {
       std::vector<Value> none;
       KwArgs nokw;
-      return apply_filter("capitalize", obj, none, nokw, line, nullptr);
+      return apply_filter("capitalize", obj, none, nokw, line, budget, nullptr);
     }
     if (name == "startswith" || name == "endswith") {
       if (!a0 || !a0->is_string()) fail(line, "str." + name + "() needs a string");
@@ -536,7 +615,7 @@ Value call_method(const Value& obj, const std::string& name, std::vector<Value>&
     if (name == "replace") {
       if (args.size() < 2 || !args[0].is_string() || !args[1].is_string()) fail(line, "str.replace() needs two strings");
       const int64_t count = args.size() > 2 && args[2].kind() == Value::Kind::Int ? args[2].as_int() : -1;
-      return Value(replace_all(s, args[0].as_string(), args[1].as_string(), count));
+      return Value(replace_all(s, args[0].as_string(), args[1].as_string(), count, "str.replace()", budget));
     }
     if (name == "find") {
       if (!a0 || !a0->is_string()) fail(line, "str.find() needs a string");
@@ -550,40 +629,54 @@ Value call_method(const Value& obj, const std::string& name, std::vector<Value>&
       return Value(n);
     }
     if (name == "split") {
-      List parts;
       const Value* maxsplit = arg(args, kwargs, 1, "maxsplit");
-      int64_t left = maxsplit && maxsplit->kind() == Value::Kind::Int ? maxsplit->as_int() : -1;
-      if (!a0 || a0->is_none()) {
-        // Python: split on runs of whitespace, dropping empty parts.
-        size_t i = 0;
-        while (i < s.size()) {
-          while (i < s.size() && is_ws(s[i])) ++i;
-          if (i >= s.size()) break;
-          if (left == 0) {
-            parts.emplace_back(strip(s.substr(i), nullptr, false, true));
-            break;
+      const int64_t max_splits = maxsplit && maxsplit->kind() == Value::Kind::Int ? maxsplit->as_int() : -1;
+      if (a0 && !a0->is_none() && (!a0->is_string() || a0->as_string().empty())) {
+        fail(line, "str.split() needs a non-empty separator");
+      }
+      // Calls part(begin, length) for each part, as Python's split does.
+      const auto each_part = [&](const auto& part) {
+        int64_t left = max_splits;
+        if (!a0 || a0->is_none()) {
+          // Python: split on runs of whitespace, dropping empty parts.
+          size_t i = 0;
+          while (i < s.size()) {
+            while (i < s.size() && is_ws(s[i])) ++i;
+            if (i >= s.size()) break;
+            if (left == 0) {
+              size_t end = s.size();
+              while (end > i && is_ws(s[end - 1])) --end;
+              part(i, end - i);
+              break;
+            }
+            size_t j = i;
+            while (j < s.size() && !is_ws(s[j])) ++j;
+            part(i, j - i);
+            --left;
+            i = j;
           }
-          size_t j = i;
-          while (j < s.size() && !is_ws(s[j])) ++j;
-          parts.emplace_back(s.substr(i, j - i));
+          return;
+        }
+        const std::string& sep = a0->as_string();
+        for (size_t i = 0;;) {
+          const size_t j = left == 0 ? std::string::npos : s.find(sep, i);
+          if (j == std::string::npos) {
+            part(i, s.size() - i);
+            return;
+          }
+          part(i, j - i);
+          i = j + sep.size();
           --left;
-          i = j;
         }
-        return Value(std::move(parts));
-      }
-      if (!a0->is_string() || a0->as_string().empty()) fail(line, "str.split() needs a non-empty separator");
-      const std::string& sep = a0->as_string();
-      size_t i = 0;
-      for (;;) {
-        const size_t j = left == 0 ? std::string::npos : s.find(sep, i);
-        if (j == std::string::npos) {
-          parts.emplace_back(s.substr(i));
-          break;
-        }
-        parts.emplace_back(s.substr(i, j - i));
-        i = j + sep.size();
-        --left;
-      }
+      };
+      // Counted first, so that a string of a million separators fails before building.
+      size_t n_parts = 0;
+      each_part([&](size_t, size_t) { ++n_parts; });
+      check_list_size(n_parts, "str.split()");
+      budget.charge(static_cast<int64_t>(n_parts));
+      List parts;
+      parts.reserve(n_parts);
+      each_part([&](size_t begin, size_t length) { parts.emplace_back(s.substr(begin, length)); });
       return Value(std::move(parts));
     }
     if (name == "join") {
@@ -592,7 +685,9 @@ Value call_method(const Value& obj, const std::string& name, std::vector<Value>&
       const List items = as_items(*a0, line, "str.join()");
       for (size_t i = 0; i < items.size(); ++i) {
         if (i) out += s;
-        out += items[i].to_output();
+        out += items[i].to_output(&budget);
+        check_string_size(out.size(), "str.join()");
+        budget.charge_bytes(s.size());
       }
       return Value(std::move(out));
     }
@@ -618,14 +713,18 @@ Value call_method(const Value& obj, const std::string& name, std::vector<Value>&
   if (obj.is_list()) {
     if (name == "append") {
       if (args.size() != 1) fail(line, "list.append() takes one argument");
+      check_list_size(obj.as_list().size() + 1, "list.append()");
+      if (holds(args[0], obj, budget)) fail(line, "list.append() would put the list inside itself");
       obj.as_list().push_back(args[0]);
       return Value::none();
     }
     if (name == "index") {
       if (args.size() != 1) fail(line, "list.index() takes one argument");
-      const auto it = std::find(obj.as_list().begin(), obj.as_list().end(), args[0]);
-      if (it == obj.as_list().end()) fail(line, "list.index(): value not in list");
-      return Value(static_cast<int64_t>(it - obj.as_list().begin()));
+      const List& l = obj.as_list();
+      for (size_t i = 0; i < l.size(); ++i) {
+        if (equal(l[i], args[0], &budget)) return Value(static_cast<int64_t>(i));
+      }
+      fail(line, "list.index(): value not in list");
     }
     fail(line, "unsupported list method '" + name + "'");
   }

@@ -16,14 +16,18 @@ namespace runnel::jinja {
 using KwArgs = std::vector<std::pair<std::string, Value>>;
 using TestFn = std::function<bool(const std::string& test, const Value& v, std::vector<Value>& args)>;
 
-// range, namespace, raise_exception, strftime_now (formats `now`, Unix seconds, UTC), dict.
+// range (at most kMaxRangeLength items), namespace, raise_exception, strftime_now
+// (formats `now`, Unix seconds, UTC), dict.
 std::vector<std::pair<std::string, Value>> builtin_globals(int64_t now);
 
+// Each pays into `budget` for the work that grows beyond its arguments' size (joins,
+// replacements, comparisons, sorting) and refuses strings and lists beyond
+// kMaxStringBytes / kMaxListItems before building them (jinja_value.h).
 Value apply_filter(const std::string& name, const Value& input, std::vector<Value>& args, KwArgs& kwargs,
-                   int line, const TestFn& test);
-bool apply_test(const std::string& name, const Value& v, std::vector<Value>& args, int line);
+                   int line, Budget& budget, const TestFn& test);
+bool apply_test(const std::string& name, const Value& v, std::vector<Value>& args, int line, Budget& budget);
 Value call_method(const Value& obj, const std::string& name, std::vector<Value>& args, KwArgs& kwargs,
-                  int line);
+                  int line, Budget& budget);
 
 // Throws JinjaError naming the first unknown filter or test in `body`.
 void check_names(const Body& body);

@@ -3,6 +3,7 @@
 // does not leak out, which is why templates use namespace()); `if` does not.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 
 #include "core/chat/jinja.h"
@@ -22,9 +23,19 @@ enum class Flow { Normal, Break, Continue };
 // tests/fuzz/corpus/chat_messages/regression-macro-recursion). Real schemas nest a few levels.
 constexpr int kMaxMacroDepth = 64;
 
+// What one loop iteration costs in Budget steps: binding the variables and building the
+// `loop` dict (nine entries) is about as much work as ten small expressions.
+constexpr int64_t kLoopIterationSteps = 10;
+
+// Throws JinjaError where integer arithmetic would go past 64 bits: Python's ints do not
+// overflow, and ours must not either (signed overflow is undefined behaviour).
+void check_overflow(bool overflowed, const std::string& op) {
+  if (overflowed) throw JinjaError("chat template: integer overflow in '" + op + "' (more than 64 bits)");
+}
+
 class Renderer {
  public:
-  Renderer(const Frame& globals, int64_t now) : now_(now) {
+  Renderer(const Frame& globals, int64_t now) : budget_(budget_for(globals)), now_(now) {
     frames_.push_back(globals);
     Frame builtins = builtin_globals(now_);
     for (auto& entry : builtins) frames_[0].push_back(std::move(entry));
@@ -32,6 +43,14 @@ class Renderer {
 
   void run(const Body& body, std::string& out) {
     if (exec(body, out) != Flow::Normal) throw JinjaError("chat template: 'break' or 'continue' outside a loop");
+  }
+
+  const Budget& budget() const { return budget_; }
+
+  static Budget budget_for(const Frame& globals) {
+    int64_t weight = 0;
+    for (const auto& [name, v] : globals) weight += deep_weight(v);
+    return Budget(kRenderBaseSteps + kRenderStepsPerInput * weight);
   }
 
  private:
@@ -67,10 +86,18 @@ class Renderer {
     return Flow::Normal;
   }
 
+  // Appends to the rendered text (or a macro's), which may not outgrow kMaxStringBytes.
+  void emit(std::string& out, const std::string& text) {
+    check_string_size(out.size() + text.size(), "the rendered text");
+    budget_.charge_bytes(text.size());
+    out += text;
+  }
+
   Flow exec(const Stmt& s, std::string& out) {
+    budget_.charge(1);
     switch (s.kind) {
-      case Stmt::Kind::Text: out += s.text; return Flow::Normal;
-      case Stmt::Kind::Output: out += eval(*s.expr).to_output(); return Flow::Normal;
+      case Stmt::Kind::Text: emit(out, s.text); return Flow::Normal;
+      case Stmt::Kind::Output: emit(out, eval(*s.expr).to_output(&budget_)); return Flow::Normal;
       case Stmt::Kind::If:
         for (const auto& [cond, body] : s.branches) {
           if (!cond || eval(*cond).truthy()) return exec(body, out);
@@ -88,6 +115,9 @@ class Renderer {
           fail(*s.expr, "'set " + s.text + "." + s.attr + "' needs a namespace() object, got " +
                             std::string(target.type_name()));
         }
+        if (holds(v, target, budget_)) {
+          fail(*s.expr, "'set " + s.text + "." + s.attr + "' would put the namespace inside itself");
+        }
         target.as_dict().set(s.attr, std::move(v));
         return Flow::Normal;
       }
@@ -100,7 +130,9 @@ class Renderer {
 
   Flow exec_for(const Stmt& s, std::string& out) {
     const Value seq = eval(*s.expr);
+    budget_.charge(seq.weight());
     List items;
+    if (seq.is_string()) check_list_size(seq.as_string().size(), "looping over a string");
     if (seq.is_list()) {
       items = seq.as_list();
     } else if (seq.is_dict()) {
@@ -125,6 +157,7 @@ class Renderer {
     if (s.filter) {
       List kept;
       for (const Value& item : items) {
+        budget_.charge(1);
         bind(item);
         if (eval(*s.filter).truthy()) kept.push_back(item);
       }
@@ -133,17 +166,18 @@ class Renderer {
     const int64_t n = static_cast<int64_t>(items.size());
     Flow result = Flow::Normal;
     for (int64_t i = 0; i < n; ++i) {
+      budget_.charge(kLoopIterationSteps);
       bind(items[i]);
-      Dict loop;
-      loop.set("index", Value(i + 1));
-      loop.set("index0", Value(i));
-      loop.set("revindex", Value(n - i));
-      loop.set("revindex0", Value(n - i - 1));
-      loop.set("first", Value(i == 0));
-      loop.set("last", Value(i == n - 1));
-      loop.set("length", Value(n));
-      loop.set("previtem", i > 0 ? items[i - 1] : Value());
-      loop.set("nextitem", i + 1 < n ? items[i + 1] : Value());
+      Dict loop;  // distinct keys: appended without Dict::set's search
+      loop.items = {{"index", Value(i + 1)},
+                    {"index0", Value(i)},
+                    {"revindex", Value(n - i)},
+                    {"revindex0", Value(n - i - 1)},
+                    {"first", Value(i == 0)},
+                    {"last", Value(i == n - 1)},
+                    {"length", Value(n)},
+                    {"previtem", i > 0 ? items[i - 1] : Value()},
+                    {"nextitem", i + 1 < n ? items[i + 1] : Value()}};
       assign("loop", Value(std::move(loop)));
       const Flow flow = exec(s.body, out);
       if (flow == Flow::Break) break;
@@ -205,6 +239,7 @@ class Renderer {
   }
 
   Value eval(const Expr& e) {
+    budget_.charge(1);
     switch (e.kind) {
       case Expr::Kind::Literal: return e.literal;
       case Expr::Kind::Name: return lookup(e.name);
@@ -215,21 +250,34 @@ class Renderer {
       case Expr::Kind::Filter: {
         Value input = eval(*e.args[0]);
         auto [args, kwargs] = eval_args(e);
-        return apply_filter(e.name, input, args, kwargs, e.line, [](const std::string& test, const Value& v, std::vector<Value>& targs) {
-          return apply_test(test, v, targs, 0);
-        });
+        // A filter reads its input (and may copy it): paid by its size, as is its result;
+        // those that look at one item or none read nothing.
+        static constexpr std::string_view kConstantTime[] = {"length", "count", "default", "d", "safe", "first", "last"};
+        if (std::find(std::begin(kConstantTime), std::end(kConstantTime), e.name) == std::end(kConstantTime)) {
+          budget_.charge(input.weight());
+        }
+        Value result = apply_filter(e.name, input, args, kwargs, e.line, budget_,
+                                    [this](const std::string& test, const Value& v, std::vector<Value>& targs) {
+                                      return apply_test(test, v, targs, 0, budget_);
+                                    });
+        budget_.charge(result.weight());
+        return result;
       }
       case Expr::Kind::Test: {
         // `x is defined` must not fail on undefined x.
         Value input = eval(*e.args[0]);
         auto [args, kwargs] = eval_args(e);
-        const bool r = apply_test(e.name, input, args, e.line);
+        const bool r = apply_test(e.name, input, args, e.line, budget_);
         return Value(e.negated ? !r : r);
       }
       case Expr::Kind::Unary: {
         Value v = eval(*e.args[0]);
         if (e.name == "not") return Value(!v.truthy());
-        if (v.kind() == Value::Kind::Int) return Value(-v.as_int());
+        if (v.kind() == Value::Kind::Int) {
+          int64_t r = 0;
+          check_overflow(__builtin_sub_overflow(int64_t{0}, v.as_int(), &r), "-");
+          return Value(r);
+        }
         if (v.kind() == Value::Kind::Float) return Value(-v.as_number());
         fail(e, "cannot negate a " + std::string(v.type_name()));
       }
@@ -241,6 +289,7 @@ class Renderer {
       case Expr::Kind::ListLit: {
         List l;
         for (const auto& a : e.args) l.push_back(eval(*a));
+        budget_.charge(static_cast<int64_t>(l.size()));
         return Value(std::move(l));
       }
       case Expr::Kind::DictLit: {
@@ -315,11 +364,21 @@ class Renderer {
     };
     const int64_t start = e.args[1] ? clamp(part(1, 0), false) : (step > 0 ? 0 : n - 1);
     const int64_t stop = e.args[2] ? clamp(part(2, n), true) : (step > 0 ? n : -1);
+    if (obj.is_string() && step == 1) {  // s[a:b]: one copy
+      const std::string& text = obj.as_string();
+      const size_t from = static_cast<size_t>(start), n_bytes = static_cast<size_t>(std::max<int64_t>(0, stop - start));
+      budget_.charge_bytes(n_bytes);
+      return Value(text.substr(from, n_bytes));
+    }
     List l;
     std::string s;
-    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+    // i stays within [-1, n]: a step beyond that ends the loop without overflowing.
+    for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
+      budget_.charge(1);
       if (obj.is_list()) l.push_back(obj.as_list()[i]);
       else s += obj.as_string()[i];
+      if (step > 0 ? step >= stop - i : step <= stop - i) break;
+      i += step;
     }
     return obj.is_list() ? Value(std::move(l)) : Value(std::move(s));
   }
@@ -327,20 +386,28 @@ class Renderer {
   Value call(const Expr& e) {
     auto [args, kwargs] = eval_args(e);
     const Expr& callee = *e.args[0];
+    Value result;
     if (callee.kind == Expr::Kind::Attr) {
       Value obj = eval(*callee.args[0]);
       if (obj.is_string() || obj.is_list() || (obj.is_dict() && !obj.as_dict().find(callee.name))) {
-        return call_method(obj, callee.name, args, kwargs, e.line);
+        // A method reads its object (str.find, list.index ...): paid by its size;
+        // list.append only adds to it.
+        if (callee.name != "append") budget_.charge(obj.weight());
+        result = call_method(obj, callee.name, args, kwargs, e.line, budget_);
+      } else {
+        Value fn = get_attr(obj, callee.name);
+        if (!fn.is_callable()) fail(e, "'" + callee.name + "' is not callable");
+        result = fn.as_callable()(args, kwargs);
       }
-      Value fn = get_attr(obj, callee.name);
-      if (!fn.is_callable()) fail(e, "'" + callee.name + "' is not callable");
-      return fn.as_callable()(args, kwargs);
+    } else {
+      Value fn = eval(callee);
+      if (!fn.is_callable()) {
+        fail(e, callee.kind == Expr::Kind::Name ? "unknown function '" + callee.name + "'" : "calling a non-function");
+      }
+      result = fn.as_callable()(args, kwargs);
     }
-    Value fn = eval(callee);
-    if (!fn.is_callable()) {
-      fail(e, callee.kind == Expr::Kind::Name ? "unknown function '" + callee.name + "'" : "calling a non-function");
-    }
-    return fn.as_callable()(args, kwargs);
+    budget_.charge(result.weight());
+    return result;
   }
 
   Value binary(const Expr& e) {
@@ -355,15 +422,18 @@ class Renderer {
     }
     const Value a = eval(*e.args[0]);
     const Value b = eval(*e.args[1]);
-    if (op == "==") return Value(a == b);
-    if (op == "!=") return Value(!(a == b));
+    if (op == "==") return Value(equal(a, b, &budget_));
+    if (op == "!=") return Value(!equal(a, b, &budget_));
     if (op == "in" || op == "not in") {
       bool found = false;
       if (b.is_string()) {
         if (!a.is_string()) fail(e, "'in <string>' needs a string on the left");
+        budget_.charge(b.weight());
         found = b.as_string().find(a.as_string()) != std::string::npos;
       } else if (b.is_list()) {
-        found = std::find(b.as_list().begin(), b.as_list().end(), a) != b.as_list().end();
+        for (const Value& item : b.as_list()) {
+          if ((found = equal(item, a, &budget_))) break;
+        }
       } else if (b.is_dict()) {
         found = a.is_string() && b.as_dict().find(a.as_string()) != nullptr;
       } else if (!b.is_undefined() && !b.is_none()) {
@@ -371,7 +441,14 @@ class Renderer {
       }
       return Value(op == "in" ? found : !found);
     }
-    if (op == "~") return Value(a.to_output() + b.to_output());
+    if (op == "~") {
+      std::string s = a.is_string() ? a.as_string() : a.to_output(&budget_);
+      const std::string right = b.is_string() ? b.as_string() : b.to_output(&budget_);
+      check_string_size(s.size() + right.size(), "'~'");
+      budget_.charge_bytes(s.size() + right.size());
+      s += right;
+      return Value(std::move(s));
+    }
     if (op == "<" || op == "<=" || op == ">" || op == ">=") {
       int cmp = 0;
       if (a.is_number() && b.is_number()) {
@@ -387,16 +464,36 @@ class Renderer {
       return Value(cmp >= 0);
     }
     if (op == "+") {
-      if (a.is_string() && b.is_string()) return Value(a.as_string() + b.as_string());
+      if (a.is_string() && b.is_string()) {
+        check_string_size(a.as_string().size() + b.as_string().size(), "'+'");
+        budget_.charge(a.weight() + b.weight());
+        return Value(a.as_string() + b.as_string());
+      }
       if (a.is_list() && b.is_list()) {
+        check_list_size(a.as_list().size() + b.as_list().size(), "'+'");
+        budget_.charge(a.weight() + b.weight());
         List l = a.as_list();
         l.insert(l.end(), b.as_list().begin(), b.as_list().end());
         return Value(std::move(l));
       }
     }
     if (op == "*" && a.is_string() && b.kind() == Value::Kind::Int) {
+      // Checked before building: "x" * 10**12 must not start allocating.
+      const size_t n_bytes = a.as_string().size();
+      const int64_t times = n_bytes == 0 ? 0 : std::max<int64_t>(0, b.as_int());  // "" * 10**18: no loop
+      if (n_bytes > 0 && static_cast<uint64_t>(times) > kMaxStringBytes / n_bytes) {
+        fail(e, "'*' would make a string of " + std::to_string(n_bytes) + " x " + std::to_string(times) +
+                    " bytes; at most " + std::to_string(kMaxStringBytes) + " are allowed");
+      }
+      budget_.charge_bytes(n_bytes * static_cast<size_t>(times));
+      // By doubling: "x" * 10**7 is a few copies, not ten million appends.
+      const size_t total = n_bytes * static_cast<size_t>(times);
+      if (total == 0) return Value(std::string());
       std::string s;
-      for (int64_t i = 0; i < b.as_int(); ++i) s += a.as_string();
+      s.reserve(total);
+      s = a.as_string();
+      while (s.size() * 2 <= total) s += s;
+      s.append(s, 0, total - s.size());
       return Value(std::move(s));
     }
     if (!a.is_number() || !b.is_number()) {
@@ -405,25 +502,42 @@ class Renderer {
     }
     const bool ints = a.kind() == Value::Kind::Int && b.kind() == Value::Kind::Int;
     const double x = a.as_number(), y = b.as_number();
-    if (op == "+") return ints ? Value(a.as_int() + b.as_int()) : Value(x + y);
-    if (op == "-") return ints ? Value(a.as_int() - b.as_int()) : Value(x - y);
-    if (op == "*") return ints ? Value(a.as_int() * b.as_int()) : Value(x * y);
-    if (op == "**") return ints && b.as_int() >= 0 ? Value(static_cast<int64_t>(std::pow(x, y))) : Value(std::pow(x, y));
+    const int64_t i = a.as_int(), j = b.as_int();
+    int64_t r = 0;
+    if (ints && (op == "+" || op == "-" || op == "*")) {
+      const bool overflowed = op == "+"   ? __builtin_add_overflow(i, j, &r)
+                              : op == "-" ? __builtin_sub_overflow(i, j, &r)
+                                          : __builtin_mul_overflow(i, j, &r);
+      check_overflow(overflowed, op);
+      return Value(r);
+    }
+    if (op == "+") return Value(x + y);
+    if (op == "-") return Value(x - y);
+    if (op == "*") return Value(x * y);
+    if (op == "**") {
+      if (!ints || j < 0) return Value(std::pow(x, y));
+      const double p = std::pow(x, y);  // exact below 2**53; beyond, 64 bits are the bound
+      check_overflow(!(p >= -9.2233720368547758e18 && p < 9.2233720368547758e18), op);
+      return Value(static_cast<int64_t>(p));
+    }
     if (y == 0) fail(e, "division by zero");
     if (op == "/") return Value(x / y);
+    check_overflow(ints && j == -1 && i == INT64_MIN, op);  // the one quotient past 64 bits
     if (op == "//") {
-      return ints ? Value(static_cast<int64_t>(std::floor(x / y))) : Value(std::floor(x / y));
+      if (ints) return Value(i / j - ((i % j != 0) && ((i < 0) != (j < 0))));  // floor, as Python
+      return Value(std::floor(x / y));
     }
     // % with Python's sign convention (result takes the divisor's sign).
     if (ints) {
-      int64_t r = a.as_int() % b.as_int();
-      if (r != 0 && ((r < 0) != (b.as_int() < 0))) r += b.as_int();
+      r = i % j;
+      if (r != 0 && ((r < 0) != (j < 0))) r += j;
       return Value(r);
     }
     return Value(x - y * std::floor(x / y));
   }
 
   std::vector<Frame> frames_;
+  Budget budget_;
   int macro_depth_ = 0;  // macro calls in progress (kMaxMacroDepth)
   int64_t now_;
 };
@@ -436,10 +550,12 @@ Template::Template(std::string_view source) {
   body_ = std::move(body);
 }
 
-std::string Template::render(const std::vector<std::pair<std::string, Value>>& globals, int64_t now) const {
+std::string Template::render(const std::vector<std::pair<std::string, Value>>& globals, int64_t now,
+                             int64_t* steps_used) const {
   Renderer r(globals, now);
   std::string out;
   r.run(*body_, out);
+  if (steps_used) *steps_used = r.budget().used();
   return out;
 }
 

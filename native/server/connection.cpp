@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -143,9 +144,21 @@ class GuardedStream : public httplib::Stream {
     // A reply has begun: generation may take its time. (Not an interim "100 Continue",
     // after which the body is still to come.)
     if (size < 12 || std::memcmp(ptr, "HTTP/1.1 100", 12) != 0) in_request_ = false;
-    pollfd p{sock_, POLLOUT, 0};
-    if (poll(&p, 1, to_ms(limits_.write_timeout_s)) <= 0) return -1;
-    return send(sock_, ptr, size, MSG_NOSIGNAL);
+    // All of it, or -1 once the client has taken no bytes for the write timeout. A
+    // blocking send of a large body (a non-streamed reply of megabytes) waited past the
+    // poll, so an unread reply held its slot for about 2.5 write timeouts instead of one
+    // (tests/server/slow_reader.test.mjs); httplib's write_format also expects no partial
+    // writes.
+    size_t sent = 0;
+    while (sent < size) {
+      pollfd p{sock_, POLLOUT, 0};
+      if (poll(&p, 1, to_ms(limits_.write_timeout_s)) <= 0) return -1;
+      const ssize_t n = send(sock_, ptr + sent, size - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+      if (n <= 0) return -1;
+      sent += static_cast<size_t>(n);
+    }
+    return static_cast<ssize_t>(size);
   }
 
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
