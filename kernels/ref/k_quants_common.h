@@ -102,4 +102,11 @@ void pack_2bit(const T* L, uint8_t* qs) {
   }
 }
 
+struct BlockQ6_K;
+// A Q6_K block once each 16-element group's scale is fitted (scales[16]; L [256] the
+// fitted levels, overwritten): the block scale from the largest, the 8-bit group
+// scales, the levels again at the rounded scales, packed; a block of zeros where every
+// group is (k_quants.cpp; the weighted quantizer shares it).
+void finish_q6_k_block(const float* x, const float* scales, int8_t* L, BlockQ6_K& y);
+
 }  // namespace runnel::ref

@@ -306,43 +306,11 @@ void quantize_row_q6_k_weighted(const float* src, void* dst, int64_t n, const fl
   float scales[16];
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     const float* x = src + b * kQK_K;
-    float max_scale = 0.0f;  // signed scale of largest magnitude
-    float max_abs_scale = 0.0f;
+    // Q6_K weights by the importance alone (ggml's sigma2 term is commented out there).
     for (int j = 0; j < 16; ++j) {
-      // Q6_K weights by the importance alone (ggml's sigma2 term is commented out there).
       scales[j] = fit_symmetric_qw(16, 32, x + 16 * j, importance + b * kQK_K + 16 * j, L + 16 * j);
-      if (std::fabs(scales[j]) > max_abs_scale) {
-        max_abs_scale = std::fabs(scales[j]);
-        max_scale = scales[j];
-      }
     }
-    if (max_abs_scale < kGroupMaxEps) {
-      std::memset(&y[b], 0, sizeof y[b]);
-      continue;
-    }
-    const float iscale = -128.0f / max_scale;
-    y[b].d = fp32_to_fp16(1.0f / iscale);
-    for (int j = 0; j < 16; ++j)
-      y[b].scales[j] = static_cast<int8_t>(std::min(127, nearest_int(iscale * scales[j])));
-    for (int j = 0; j < 16; ++j) {
-      const float d = f16(y[b].d) * static_cast<float>(y[b].scales[j]);
-      if (d == 0.0f) continue;
-      for (int i = 0; i < 16; ++i) {
-        L[16 * j + i] =
-            static_cast<int8_t>(clamp_int(nearest_int(x[16 * j + i] / d), -32, 31) + 32);
-      }
-    }
-    for (int half = 0; half < 2; ++half) {
-      const int8_t* q = L + 128 * half;
-      uint8_t* ql = y[b].ql + 64 * half;
-      uint8_t* qh = y[b].qh + 32 * half;
-      for (int l = 0; l < 32; ++l) {
-        ql[l] = static_cast<uint8_t>((q[l] & 0x0F) | ((q[l + 64] & 0x0F) << 4));
-        ql[l + 32] = static_cast<uint8_t>((q[l + 32] & 0x0F) | ((q[l + 96] & 0x0F) << 4));
-        qh[l] = static_cast<uint8_t>((q[l] >> 4) | ((q[l + 32] >> 4) << 2) |
-                                     ((q[l + 64] >> 4) << 4) | ((q[l + 96] >> 4) << 6));
-      }
-    }
+    finish_q6_k_block(x, scales, L, y[b]);
   }
 }
 

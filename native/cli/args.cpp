@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <limits>
 
 namespace runnel::cli {
@@ -207,6 +209,14 @@ bool ArgParser::parse_or_print_help(const std::vector<std::string>& args) {
   parse(args);
   if (help_) std::fputs(help_text().c_str(), stdout);
   return help_;
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError("-f: cannot read '" + path + "'");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
 }
 
 }  // namespace runnel::cli

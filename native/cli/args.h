@@ -79,4 +79,8 @@ int parse_int(std::string_view name, const std::string& text);
 uint64_t parse_u64(std::string_view name, const std::string& text);
 float parse_float(std::string_view name, const std::string& text);
 
+// A -f text as llama.cpp's perplexity and imatrix tools read it: the file's bytes less
+// one trailing newline (UsageError "-f: cannot read 'PATH'").
+std::string read_text_file(const std::string& path);
+
 }  // namespace runnel::cli

@@ -15,7 +15,6 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <iterator>
 #include <memory>
 #include <span>
 #include <string>
@@ -87,15 +86,6 @@ struct Options {
   bool process_output = false;
   bool no_ppl = false;
 };
-
-// The text as llama-imatrix reads it: the file's bytes less one trailing newline.
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError("-f: cannot read '" + path + "'");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!text.empty() && text.back() == '\n') text.pop_back();
-  return text;
-}
 
 void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
   const std::string tmp = path + ".tmp";
@@ -243,7 +233,7 @@ int imatrix_command(const std::vector<std::string>& args) {
     throw UsageError("--chunks: must be >= 1 (or -1: all), got " + std::to_string(o.n_chunks));
   if (o.load.n_ctx < 2) throw UsageError("-c: must be >= 2, got " + std::to_string(o.load.n_ctx));
   const std::string text =
-      read_text(o.text_file);  // before the model loads: a wrong path fails at once
+      read_text_file(o.text_file);  // before the model loads: a wrong path fails at once
   select_kernels_from_env();
   // Logits of every position: the perplexity, and output.weight's input rows for all of them.
   o.load.all_logits = !o.no_ppl || o.process_output;

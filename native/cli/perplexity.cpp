@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
-#include <iterator>
 #include <memory>
 #include <span>
 #include <string>
@@ -39,15 +38,6 @@ struct Options {
   std::string base_file;
   bool kl_divergence = false;
 };
-
-// The text as llama-perplexity reads it: the file's bytes less one trailing newline.
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError("-f: cannot read '" + path + "'");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!text.empty() && text.back() == '\n') text.pop_back();
-  return text;
-}
 
 // Runs fn(r) for r in [0, n) spread over the engine's threads (rows are independent;
 // their results are combined afterwards in row order, so the sums do not depend on
@@ -375,7 +365,7 @@ int perplexity_command(const std::vector<std::string>& args) {
                      "nothing to predict), got " + std::to_string(o.load.n_ctx));
   }
   // The text is read before the model loads, so a wrong path fails at once.
-  const std::string text = o.text_file.empty() ? std::string() : read_text(o.text_file);
+  const std::string text = o.text_file.empty() ? std::string() : read_text_file(o.text_file);
   select_kernels_from_env();
 
   o.load.all_logits = true;
