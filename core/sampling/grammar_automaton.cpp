@@ -24,6 +24,7 @@ GrammarAutomaton::GrammarAutomaton(std::shared_ptr<const Grammar> grammar,
   nodes_.push_back({UINT32_MAX, 0});  // kEmptyStack
   seen_stamp_.push_back(0);
   std::vector<uint32_t> stacks;
+  ++stamp_;
   for (uint32_t alt : grammar_->rules()[grammar_->root()].alternatives) {
     expand(continuation(alt, kEmptyStack), stacks);
   }
@@ -56,7 +57,6 @@ uint32_t GrammarAutomaton::continuation(uint32_t pos, uint32_t parent) {
 // every stack's top is a terminal (or the stack is empty); appends those to `out`.
 // Terminates because left recursion is refused when the grammar is compiled.
 void GrammarAutomaton::expand(uint32_t node, std::vector<uint32_t>& out) {
-  ++stamp_;
   work_.clear();
   work_.push_back(node);
   while (!work_.empty()) {
@@ -105,6 +105,7 @@ uint32_t GrammarAutomaton::intern_state(std::vector<uint32_t>& stacks) {
 
 uint32_t GrammarAutomaton::step_byte_slow(uint32_t state, uint8_t byte) {
   step_out_.clear();
+  ++stamp_;  // one pass: a node reached from several stacks is expanded once
   const std::vector<ByteSet>& sets = grammar_->byte_sets();
   for (size_t i = 0; i < states_[state].stacks.size(); ++i) {
     const uint32_t n = states_[state].stacks[i];
@@ -137,6 +138,7 @@ uint32_t GrammarAutomaton::step_token(uint32_t state, int32_t id) {
   if (states_[state].has_token_refs) {
     const bool any_token_ok = kind != GrammarTokenKind::kEog && !vocab.bytes(id).empty();
     const std::vector<uint32_t> from = states_[state].stacks;
+    ++stamp_;
     for (uint32_t n : from) {
       if (n == kEmptyStack) continue;
       const StackNode s = nodes_[n];

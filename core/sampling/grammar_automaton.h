@@ -109,6 +109,10 @@ class GrammarAutomaton {
 
   uint32_t intern_node(uint32_t pos, uint32_t parent);
   uint32_t continuation(uint32_t pos, uint32_t parent);
+  // Adds to `out` the stacks `node` expands to (rule references on top replaced by
+  // their alternatives), skipping nodes already expanded since the last ++stamp_: a
+  // step bumps the stamp once, so nested repetitions that reach a node along
+  // exponentially many paths expand it once (`x{2,100}++++++++++++` took 2.3 s a token).
   void expand(uint32_t node, std::vector<uint32_t>& out);
   uint32_t intern_state(std::vector<uint32_t>& stacks);
   uint32_t step_byte_slow(uint32_t state, uint8_t byte);
