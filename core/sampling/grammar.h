@@ -34,6 +34,14 @@ class GrammarError : public std::runtime_error {
   int line_, column_;
 };
 
+// A grammar too ambiguous to match: at some point more parses are open than the matcher
+// keeps (GrammarAutomaton::kMaxStacks), as with stacked repetitions (x{2,100}++++...,
+// which double them at every level). Thrown while matching; the request fails with it.
+class GrammarLimitError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 enum class GrammarOp : uint8_t {
   kEnd,       // end of an alternative
   kRuleRef,   // value: rule index

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 namespace runnel {
 
@@ -85,6 +86,11 @@ uint32_t GrammarAutomaton::intern_state(std::vector<uint32_t>& stacks) {
   std::sort(stacks.begin(), stacks.end());
   stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
   if (stacks.empty()) return kDead;
+  if (stacks.size() > kMaxStacks) {
+    throw GrammarLimitError("grammar: more than " + std::to_string(kMaxStacks) +
+                            " parses open at once; the grammar is too ambiguous (a repetition of a "
+                            "repetition such as x{2,100}++ doubles them at every level): simplify it");
+  }
   auto it = state_ids_.find(stacks);
   if (it != state_ids_.end()) return it->second;
   State s;

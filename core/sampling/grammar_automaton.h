@@ -37,6 +37,9 @@ struct GrammarCacheStats {
 class GrammarAutomaton {
  public:
   static constexpr uint32_t kDead = UINT32_MAX;
+  // Parse stacks one state may hold (GrammarLimitError beyond): real grammars, JSON
+  // schemas included, stay in the hundreds.
+  static constexpr size_t kMaxStacks = 4096;
 
   // vocab may be null: then only byte steps work.
   GrammarAutomaton(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> vocab,

@@ -18,8 +18,20 @@ namespace runnel::fuzz {
 // of them (pick comes from the input, so different inputs walk different paths), then
 // `text` byte by byte. Every allowed token must be accepted: a mask and accept_token
 // that disagree is a matcher bug.
+// A grammar too ambiguous to match (GrammarLimitError) ends the walk: the refusal is
+// the expected answer.
+inline void walk_grammar_steps(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> vocab,
+                               uint32_t pick, std::string_view text, int n_steps);
 inline void walk_grammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> vocab,
                          uint32_t pick, std::string_view text, int n_steps = 16) {
+  try {
+    walk_grammar_steps(std::move(grammar), std::move(vocab), pick, text, n_steps);
+  } catch (const GrammarLimitError&) {
+  }
+}
+
+inline void walk_grammar_steps(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> vocab,
+                               uint32_t pick, std::string_view text, int n_steps) {
   GrammarMatcher m(std::move(grammar), std::move(vocab));
   TokenMask mask;
   for (int step = 0; step < n_steps && !m.is_finished(); ++step) {
