@@ -56,20 +56,24 @@ void quantize_scale_min_k4(const float* x, int nmax, float rmin, float rdelta, i
   pack_scale_min_k4(ls, lm, packed);
   *d_out = fp32_to_fp16(max_scale / 63.0f);
   *dmin_out = fp32_to_fp16(max_min / 63.0f);
-  for (int j = 0; j < 8; ++j) {
-    uint8_t sc, m;
-    unpack_scale_min_k4(j, packed, &sc, &m);
-    const float d = f16(*d_out) * static_cast<float>(sc);
-    if (d == 0.0f) continue;
-    const float dm = f16(*dmin_out) * static_cast<float>(m);
-    for (int i = 0; i < 32; ++i) {
-      L[32 * j + i] =
-          static_cast<uint8_t>(clamp_int(nearest_int((x[32 * j + i] + dm) / d), 0, nmax));
-    }
-  }
+  requantize_k4_levels(x, packed, *d_out, *dmin_out, nmax, L);
 }
 
 }  // namespace
+
+void requantize_k4_levels(const float* x, const uint8_t* packed, uint16_t d_block, uint16_t dmin_block, int nmax,
+                          uint8_t* L) {
+  for (int j = 0; j < 8; ++j) {
+    uint8_t sc, m;
+    unpack_scale_min_k4(j, packed, &sc, &m);
+    const float d = f16(d_block) * static_cast<float>(sc);
+    if (d == 0.0f) continue;
+    const float dm = f16(dmin_block) * static_cast<float>(m);
+    for (int i = 0; i < 32; ++i) {
+      L[32 * j + i] = static_cast<uint8_t>(clamp_int(nearest_int((x[32 * j + i] + dm) / d), 0, nmax));
+    }
+  }
+}
 
 // ---------------------------------------------------------------- Q2_K
 

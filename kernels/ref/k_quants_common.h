@@ -102,6 +102,11 @@ void pack_2bit(const T* L, uint8_t* qs) {
   }
 }
 
+// Q4_K / Q5_K: the levels L[256] in [0, nmax] of x at the block's packed 6-bit scales
+// and mins (packed[12]) times d and dmin (f16), as both of their quantizers finish
+// (k_quants.cpp; the weighted ones share it).
+void requantize_k4_levels(const float* x, const uint8_t* packed, uint16_t d, uint16_t dmin, int nmax, uint8_t* L);
+
 struct BlockQ6_K;
 // A Q6_K block once each 16-element group's scale is fitted (scales[16]; L [256] the
 // fitted levels, overwritten): the block scale from the largest, the 8-bit group

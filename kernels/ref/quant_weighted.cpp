@@ -114,17 +114,7 @@ void quantize_scale_min_k4_weighted(const float* x, const float* qw, int nmax, b
   pack_scale_min_k4(ls, lm, packed);
   *d_out = fp32_to_fp16(d_block);
   *dmin_out = fp32_to_fp16(m_block);
-  for (int j = 0; j < 8; ++j) {
-    uint8_t sc, m;
-    unpack_scale_min_k4(j, packed, &sc, &m);
-    const float d = f16(*d_out) * static_cast<float>(sc);
-    if (d == 0.0f) continue;
-    const float dm = f16(*dmin_out) * static_cast<float>(m);
-    for (int i = 0; i < 32; ++i) {
-      L[32 * j + i] =
-          static_cast<uint8_t>(clamp_int(nearest_int((x[32 * j + i] + dm) / d), 0, nmax));
-    }
-  }
+  requantize_k4_levels(x, packed, *d_out, *dmin_out, nmax, L);
 }
 
 }  // namespace
