@@ -59,6 +59,20 @@ KernelTable build_ref_table() {
       ref::vec_dot_iq4_nl);
   set(G::IQ4_XS, ref::dequantize_row_iq4_xs, ref::quantize_row_iq4_xs, G::Q8_K,
       ref::vec_dot_iq4_xs);
+  auto weighted = [&t](GgmlType type, QuantizeRowWeightedFn fn) {
+    t.types[static_cast<uint32_t>(type)].quantize_row_weighted = fn;
+  };
+  weighted(G::Q4_0, ref::quantize_row_q4_0_weighted);
+  weighted(G::Q4_1, ref::quantize_row_q4_1_weighted);
+  weighted(G::Q5_0, ref::quantize_row_q5_0_weighted);
+  weighted(G::Q5_1, ref::quantize_row_q5_1_weighted);
+  weighted(G::Q2_K, ref::quantize_row_q2_k_weighted);
+  weighted(G::Q3_K, ref::quantize_row_q3_k_weighted);
+  weighted(G::Q4_K, ref::quantize_row_q4_k_weighted);
+  weighted(G::Q5_K, ref::quantize_row_q5_k_weighted);
+  weighted(G::Q6_K, ref::quantize_row_q6_k_weighted);
+  weighted(G::IQ4_NL, ref::quantize_row_iq4_nl_weighted);
+  weighted(G::IQ4_XS, ref::quantize_row_iq4_xs_weighted);
   return t;
 }
 

@@ -16,6 +16,7 @@ namespace runnel {
 // free functions with these signatures).
 using DequantizeRowFn = void (*)(const void* src, float* dst, int64_t n);
 using QuantizeRowFn = void (*)(const float* src, void* dst, int64_t n);
+using QuantizeRowWeightedFn = void (*)(const float* src, void* dst, int64_t n, const float* importance);
 using VecDotFn = float (*)(int64_t n, const void* w, const void* a);
 using GemmPackBytesFn = size_t (*)(int64_t n);
 using GemmPackFn = void (*)(int64_t n, const void* a, size_t a_stride, int nc, void* packed);
@@ -33,6 +34,10 @@ struct TypeKernels {
   DequantizeRowFn dequantize_row = nullptr;
   // Round-to-nearest quantization of a float row into this type's blocks.
   QuantizeRowFn quantize_row = nullptr;
+  // The same with importance weights (an imatrix row of n values), as llama-quantize
+  // --imatrix quantizes model weights; nullptr for the types whose quantization takes
+  // none (floats, Q8_0, MXFP4). Every ISA's entries give ref's bytes.
+  QuantizeRowWeightedFn quantize_row_weighted = nullptr;
   // The activation format this type's dot product takes (Q8_0, Q8_K, F32 ...).
   GgmlType vec_dot_type = GgmlType::F32;
   // sum_i w[i] * a[i] over n elements; w in this type, a in vec_dot_type.

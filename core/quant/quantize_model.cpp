@@ -12,7 +12,6 @@
 
 #include "core/gguf/gguf_writer.h"
 #include "kernels/kernels.h"
-#include "kernels/ref/ref.h"
 
 namespace runnel {
 namespace {
@@ -155,28 +154,17 @@ void convert_slab(const GgufTensorInfo& t, GgmlType to, const uint8_t* src, uint
 
 }  // namespace
 
-WeightedQuantizeRowFn weighted_quantizer(GgmlType type) {
-  switch (type) {
-    case GgmlType::Q4_0: return ref::quantize_row_q4_0_weighted;
-    case GgmlType::Q4_1: return ref::quantize_row_q4_1_weighted;
-    case GgmlType::Q5_0: return ref::quantize_row_q5_0_weighted;
-    case GgmlType::Q5_1: return ref::quantize_row_q5_1_weighted;
-    case GgmlType::Q2_K: return ref::quantize_row_q2_k_weighted;
-    case GgmlType::Q3_K: return ref::quantize_row_q3_k_weighted;
-    case GgmlType::Q4_K: return ref::quantize_row_q4_k_weighted;
-    case GgmlType::Q5_K: return ref::quantize_row_q5_k_weighted;
-    case GgmlType::Q6_K: return ref::quantize_row_q6_k_weighted;
-    case GgmlType::IQ4_NL: return ref::quantize_row_iq4_nl_weighted;
-    case GgmlType::IQ4_XS: return ref::quantize_row_iq4_xs_weighted;
-    default: return nullptr;  // Q8_0, floats, MXFP4: llama-quantize ignores the weights too
-  }
+QuantizeRowWeightedFn weighted_quantizer(GgmlType type) {
+  // Q8_0, floats, MXFP4: none (llama-quantize ignores the weights too)
+  return kernels().of(type).quantize_row_weighted;
 }
 
 void quantize_rows(GgmlType type, const float* src, void* dst, int64_t n_rows, int64_t n_per_row,
                    const float* importance) {
   const size_t dst_row = row_bytes(type, n_per_row);
-  const QuantizeRowFn plain = ref_kernels().of(type).quantize_row;
-  const WeightedQuantizeRowFn weighted = importance ? weighted_quantizer(type) : nullptr;
+  // The chosen kernel set's quantizers: every set writes ref's bytes, the SIMD ones faster.
+  const QuantizeRowFn plain = kernels().of(type).quantize_row;
+  const QuantizeRowWeightedFn weighted = importance ? weighted_quantizer(type) : nullptr;
   for (int64_t r = 0; r < n_rows; ++r) {
     const float* x = src + r * n_per_row;
     void* y = static_cast<uint8_t*>(dst) + static_cast<size_t>(r) * dst_row;

@@ -16,6 +16,7 @@
 #include "core/gguf/gguf.h"
 #include "core/host/parallel.h"
 #include "core/quant/quant_mix.h"
+#include "kernels/kernels.h"
 
 namespace runnel {
 
@@ -78,11 +79,10 @@ QuantizeStats quantize_model(const GgufModel& in, const TensorSource& source,
                              const QuantizeOptions& options, const QuantizePlan& plan,
                              Parallel& par, const QuantizeProgress& progress = {});
 
-// The quantizer `type` uses with importance weights (one row: src[n], importance[n]), or
-// nullptr for the types whose quantization ignores them (Q8_0, floats, MXFP4), as in
-// llama-quantize.
-using WeightedQuantizeRowFn = void (*)(const float* src, void* dst, int64_t n, const float* importance);
-WeightedQuantizeRowFn weighted_quantizer(GgmlType type);
+// The quantizer `type` uses with importance weights (one row: src[n], importance[n]), from
+// the chosen kernel set, or nullptr for the types whose quantization ignores them (Q8_0,
+// floats, MXFP4), as in llama-quantize.
+QuantizeRowWeightedFn weighted_quantizer(GgmlType type);
 
 // Quantizes n_rows rows of n_per_row floats into `type` (row after row); importance
 // (n_per_row values, or nullptr) steers the searches of the types that take it.

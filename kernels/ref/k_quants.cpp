@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "kernels/ref/blocks.h"
+#include "kernels/ref/group_fits.h"
 #include "kernels/ref/k_quants_common.h"
 #include "kernels/ref/quant_math.h"
 #include "kernels/ref/ref.h"
@@ -28,19 +29,14 @@ void rms_plus_abs_weights(const float* x, float* w) {
   for (int l = 0; l < 32; ++l) w[l] = av_x + std::fabs(x[l]);
 }
 
-// Shared by Q4_K and Q5_K: 8 affine sub-blocks of 32 with 6-bit scales and mins.
-// Fills d, dmin, scales[12] of the block and L[256] in [0, nmax].
-void quantize_scale_min_k4(const float* x, int nmax, float rmin, float rdelta, int nstep,
-                           uint16_t* d_out, uint16_t* dmin_out, uint8_t* packed, uint8_t* L) {
-  float scales[8];
-  float mins[8];
-  float weights[32];
+// Shared by Q4_K and Q5_K once the 8 sub-blocks of 32 are fitted (scales[8], mins[8]):
+// the 6-bit scales and mins against d and dmin, packed[12], and L[256] in [0, nmax] again
+// at the stored scales.
+void finish_scale_min_k4(const float* x, const float* scales, const float* mins, int nmax, uint16_t* d_out,
+                         uint16_t* dmin_out, uint8_t* packed, uint8_t* L) {
   float max_scale = 0.0f;  // scales are >= 0 because the fit subtracts the min
   float max_min = 0.0f;
   for (int j = 0; j < 8; ++j) {
-    rms_plus_abs_weights(x + 32 * j, weights);
-    scales[j] =
-        fit_affine(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], rmin, rdelta, nstep, false);
     if (scales[j] > max_scale) max_scale = scales[j];
     if (mins[j] > max_min) max_min = mins[j];
   }
@@ -59,6 +55,30 @@ void quantize_scale_min_k4(const float* x, int nmax, float rmin, float rdelta, i
   requantize_k4_levels(x, packed, *d_out, *dmin_out, nmax, L);
 }
 
+// Q4_K / Q5_K rows: the affine sub-block fits of kFitBlocks super-blocks at a time (one
+// GroupFits call), then each block finished and its levels packed by pack(L, block).
+template <typename Block, typename Pack>
+void quantize_k4_rows(const float* src, Block* y, int64_t n, int nmax, float rmin, float rdelta, int nstep,
+                      const GroupFits& fits, Pack pack) {
+  const int64_t nb = n / kQK_K;
+  float w[kFitBlocks * kQK_K];
+  float scales[kFitBlocks * 8];
+  float mins[kFitBlocks * 8];
+  uint8_t L[kFitBlocks * kQK_K];
+  for (int64_t b0 = 0; b0 < nb; b0 += kFitBlocks) {
+    const int count = static_cast<int>(std::min<int64_t>(kFitBlocks, nb - b0));
+    const float* x = src + b0 * kQK_K;
+    for (int j = 0; j < 8 * count; ++j) rms_plus_abs_weights(x + 32 * j, w + 32 * j);
+    fits.affine(8 * count, 32, nmax, x, w, rmin, rdelta, nstep, false, scales, mins, L);
+    for (int b = 0; b < count; ++b) {
+      Block& blk = y[b0 + b];
+      uint8_t* Lb = L + b * kQK_K;
+      finish_scale_min_k4(x + b * kQK_K, scales + 8 * b, mins + 8 * b, nmax, &blk.d, &blk.dmin, blk.scales, Lb);
+      pack(Lb, blk);
+    }
+  }
+}
+
 }  // namespace
 
 void requantize_k4_levels(const float* x, const uint8_t* packed, uint16_t d_block, uint16_t dmin_block, int nmax,
@@ -71,6 +91,26 @@ void requantize_k4_levels(const float* x, const uint8_t* packed, uint16_t d_bloc
     const float dm = f16(dmin_block) * static_cast<float>(m);
     for (int i = 0; i < 32; ++i) {
       L[32 * j + i] = static_cast<uint8_t>(clamp_int(nearest_int((x[32 * j + i] + dm) / d), 0, nmax));
+    }
+  }
+}
+
+void pack_q4_k_levels(const uint8_t* L, BlockQ4_K& y) {
+  for (int chunk = 0; chunk < kQK_K / 64; ++chunk) {
+    for (int l = 0; l < 32; ++l) {
+      y.qs[32 * chunk + l] = static_cast<uint8_t>(L[64 * chunk + l] | (L[64 * chunk + 32 + l] << 4));
+    }
+  }
+}
+
+void pack_q5_k_levels(const uint8_t* L, BlockQ5_K& y) {
+  std::memset(y.qh, 0, sizeof y.qh);
+  for (int chunk = 0; chunk < kQK_K / 64; ++chunk) {
+    for (int l = 0; l < 32; ++l) {
+      const int lo = L[64 * chunk + l];
+      const int hi = L[64 * chunk + 32 + l];
+      y.qs[32 * chunk + l] = static_cast<uint8_t>((lo & 0x0F) | ((hi & 0x0F) << 4));
+      y.qh[l] = static_cast<uint8_t>(y.qh[l] | ((lo >> 4) << (2 * chunk)) | ((hi >> 4) << (2 * chunk + 1)));
     }
   }
 }
@@ -214,19 +254,12 @@ void dequantize_row_q3_k(const void* src, float* dst, int64_t n) {
 
 // ---------------------------------------------------------------- Q4_K
 
+void quantize_q4_k(const float* src, void* dst, int64_t n, const GroupFits& fits) {
+  quantize_k4_rows(src, static_cast<BlockQ4_K*>(dst), n, 15, -1.0f, 0.1f, 20, fits, pack_q4_k_levels);
+}
+
 void quantize_row_q4_k(const float* src, void* dst, int64_t n) {
-  auto* y = static_cast<BlockQ4_K*>(dst);
-  uint8_t L[kQK_K];
-  for (int64_t b = 0; b < n / kQK_K; ++b) {
-    quantize_scale_min_k4(src + b * kQK_K, 15, -1.0f, 0.1f, 20, &y[b].d, &y[b].dmin, y[b].scales,
-                          L);
-    for (int chunk = 0; chunk < kQK_K / 64; ++chunk) {
-      for (int l = 0; l < 32; ++l) {
-        y[b].qs[32 * chunk + l] =
-            static_cast<uint8_t>(L[64 * chunk + l] | (L[64 * chunk + 32 + l] << 4));
-      }
-    }
-  }
+  quantize_q4_k(src, dst, n, ref_group_fits());
 }
 
 void dequantize_row_q4_k(const void* src, float* dst, int64_t n) {
@@ -250,23 +283,12 @@ void dequantize_row_q4_k(const void* src, float* dst, int64_t n) {
 
 // ---------------------------------------------------------------- Q5_K
 
+void quantize_q5_k(const float* src, void* dst, int64_t n, const GroupFits& fits) {
+  quantize_k4_rows(src, static_cast<BlockQ5_K*>(dst), n, 31, -0.5f, 0.1f, 15, fits, pack_q5_k_levels);
+}
+
 void quantize_row_q5_k(const float* src, void* dst, int64_t n) {
-  auto* y = static_cast<BlockQ5_K*>(dst);
-  uint8_t L[kQK_K];
-  for (int64_t b = 0; b < n / kQK_K; ++b) {
-    quantize_scale_min_k4(src + b * kQK_K, 31, -0.5f, 0.1f, 15, &y[b].d, &y[b].dmin, y[b].scales,
-                          L);
-    std::memset(y[b].qh, 0, sizeof y[b].qh);
-    for (int chunk = 0; chunk < kQK_K / 64; ++chunk) {
-      for (int l = 0; l < 32; ++l) {
-        const int lo = L[64 * chunk + l];
-        const int hi = L[64 * chunk + 32 + l];
-        y[b].qs[32 * chunk + l] = static_cast<uint8_t>((lo & 0x0F) | ((hi & 0x0F) << 4));
-        y[b].qh[l] = static_cast<uint8_t>(y[b].qh[l] | ((lo >> 4) << (2 * chunk)) |
-                                          ((hi >> 4) << (2 * chunk + 1)));
-      }
-    }
-  }
+  quantize_q5_k(src, dst, n, ref_group_fits());
 }
 
 void dequantize_row_q5_k(const void* src, float* dst, int64_t n) {
@@ -330,15 +352,22 @@ void finish_q6_k_block(const float* x, const float* scales, int8_t* L, BlockQ6_K
   }
 }
 
-void quantize_row_q6_k(const float* src, void* dst, int64_t n) {
+void quantize_q6_k(const float* src, void* dst, int64_t n, const float* importance, const GroupFits& fits) {
   auto* y = static_cast<BlockQ6_K*>(dst);
-  int8_t L[kQK_K];
-  float scales[16];
-  for (int64_t b = 0; b < n / kQK_K; ++b) {
-    const float* x = src + b * kQK_K;
-    for (int j = 0; j < 16; ++j) scales[j] = fit_symmetric_weighted(16, 32, x + 16 * j, L + 16 * j);
-    finish_q6_k_block(x, scales, L, y[b]);
+  const int64_t nb = n / kQK_K;
+  int8_t L[kFitBlocks * kQK_K];
+  float scales[kFitBlocks * 16];
+  for (int64_t b0 = 0; b0 < nb; b0 += kFitBlocks) {
+    const int count = static_cast<int>(std::min<int64_t>(kFitBlocks, nb - b0));
+    const float* x = src + b0 * kQK_K;
+    // Weights x^2, or the importance alone (ggml's sigma2 term is commented out there).
+    fits.symmetric(16 * count, 16, 32, x, importance ? importance + b0 * kQK_K : nullptr, scales, L);
+    for (int b = 0; b < count; ++b) finish_q6_k_block(x + b * kQK_K, scales + 16 * b, L + b * kQK_K, y[b0 + b]);
   }
+}
+
+void quantize_row_q6_k(const float* src, void* dst, int64_t n) {
+  quantize_q6_k(src, dst, n, nullptr, ref_group_fits());
 }
 
 void dequantize_row_q6_k(const void* src, float* dst, int64_t n) {

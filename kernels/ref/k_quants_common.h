@@ -107,7 +107,16 @@ void pack_2bit(const T* L, uint8_t* qs) {
 // (k_quants.cpp; the weighted ones share it).
 void requantize_k4_levels(const float* x, const uint8_t* packed, uint16_t d, uint16_t dmin, int nmax, uint8_t* L);
 
+struct BlockQ4_K;
+struct BlockQ5_K;
 struct BlockQ6_K;
+// Q4_K / Q5_K: the levels L[256] packed into the block's qs (and qh) (the plain and the
+// weighted quantizers share them).
+void pack_q4_k_levels(const uint8_t* L, BlockQ4_K& y);
+void pack_q5_k_levels(const uint8_t* L, BlockQ5_K& y);
+// Super-blocks whose groups one GroupFits call (group_fits.h) searches: enough groups
+// (32 or 64) for an ISA's lanes, few enough for the stack.
+constexpr int kFitBlocks = 4;
 // A Q6_K block once each 16-element group's scale is fitted (scales[16]; L [256] the
 // fitted levels, overwritten): the block scale from the largest, the 8-bit group
 // scales, the levels again at the rounded scales, packed; a block of zeros where every

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/ref/group_fits.h"
 #include "kernels/ref/k_quants_common.h"
 #include "kernels/ref/quant_math.h"
 
@@ -292,6 +293,32 @@ float fit_affine(int n, int nmax, const float* x, const float* weights, uint8_t*
   }
   *min_out = -min;
   return scale;
+}
+
+namespace {
+
+void fit_affine_groups(int count, int size, int nmax, const float* x, const float* w, float rmin, float rdelta,
+                       int nstep, bool use_mad, float* scales, float* mins, uint8_t* L) {
+  for (int g = 0; g < count; ++g) {
+    const int at = g * size;
+    scales[g] = fit_affine(size, nmax, x + at, w + at, L + at, &mins[g], rmin, rdelta, nstep, use_mad);
+  }
+}
+
+void fit_symmetric_groups(int count, int size, int nmax, const float* x, const float* qw, float* scales,
+                          int8_t* L) {
+  for (int g = 0; g < count; ++g) {
+    const int at = g * size;
+    scales[g] = qw ? fit_symmetric_qw(size, nmax, x + at, qw + at, L + at)
+                   : fit_symmetric_weighted(size, nmax, x + at, L + at);
+  }
+}
+
+}  // namespace
+
+const GroupFits& ref_group_fits() {
+  static constexpr GroupFits kFits{fit_affine_groups, fit_symmetric_groups};
+  return kFits;
 }
 
 }  // namespace runnel::ref

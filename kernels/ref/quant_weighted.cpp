@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "kernels/ref/blocks.h"
+#include "kernels/ref/group_fits.h"
 #include "kernels/ref/k_quants_common.h"
 #include "kernels/ref/quant_math.h"
 #include "kernels/ref/ref.h"
@@ -86,35 +87,50 @@ void quantize_affine_blocks(const float* x, int64_t n, const float* importance, 
   }
 }
 
-// Q4_K / Q5_K: 8 affine sub-blocks of 32 (weighted fits), 6-bit scales and mins fitted
-// to d and dmin with each sub-block's weight sum, then the elements re-quantized.
-void quantize_scale_min_k4_weighted(const float* x, const float* qw, int nmax, bool clamp_63,
-                                    uint16_t* d_out, uint16_t* dmin_out, uint8_t* packed,
-                                    uint8_t* L) {
-  float w[32];
-  float sw[8];
-  float scales[8];
-  float mins[8];
-  const float sigma2 = 2 * mean_square(x, kQK_K);
-  for (int j = 0; j < 8; ++j) {
-    fit_weights(x + 32 * j, qw + 32 * j, sigma2, 32, w);
-    sw[j] = sum_of(w, 32);
-    scales[j] = fit_affine(32, nmax, x + 32 * j, w, L + 32 * j, &mins[j], -0.9f, 0.05f, 36, false);
-  }
-  uint8_t ls[8];
-  uint8_t lm[8];
-  const float d_block = fit_positive_scales(8, 63, scales, sw, ls);
-  const float m_block = fit_positive_scales(8, 63, mins, sw, lm);
-  if (clamp_63) {  // Q5_K clamps (a wrapped negative level would be > 63); Q4_K does not
-    for (int j = 0; j < 8; ++j) {
-      ls[j] = std::min<uint8_t>(63, ls[j]);
-      lm[j] = std::min<uint8_t>(63, lm[j]);
+// Q4_K / Q5_K rows with importance: per super-block the weights of its 8 affine
+// sub-blocks of 32 (kFitBlocks super-blocks fitted per GroupFits call), then the 6-bit
+// scales and mins fitted to d and dmin with each sub-block's weight sum, the elements
+// re-quantized at the stored scales, and the levels packed by pack(L, block).
+template <typename Block, typename Pack>
+void quantize_k4_weighted_rows(const float* src, Block* y, int64_t n, const float* importance, int nmax,
+                               bool clamp_63, const GroupFits& fits, Pack pack) {
+  const int64_t nb = n / kQK_K;
+  float w[kFitBlocks * kQK_K];
+  float sw[kFitBlocks * 8];
+  float scales[kFitBlocks * 8];
+  float mins[kFitBlocks * 8];
+  uint8_t L[kFitBlocks * kQK_K];
+  for (int64_t b0 = 0; b0 < nb; b0 += kFitBlocks) {
+    const int count = static_cast<int>(std::min<int64_t>(kFitBlocks, nb - b0));
+    const float* x = src + b0 * kQK_K;
+    const float* qw = importance + b0 * kQK_K;
+    for (int b = 0; b < count; ++b) {
+      const float sigma2 = 2 * mean_square(x + b * kQK_K, kQK_K);
+      for (int j = 8 * b; j < 8 * b + 8; ++j) {
+        fit_weights(x + 32 * j, qw + 32 * j, sigma2, 32, w + 32 * j);
+        sw[j] = sum_of(w + 32 * j, 32);
+      }
+    }
+    fits.affine(8 * count, 32, nmax, x, w, -0.9f, 0.05f, 36, false, scales, mins, L);
+    for (int b = 0; b < count; ++b) {
+      uint8_t ls[8];
+      uint8_t lm[8];
+      const float d_block = fit_positive_scales(8, 63, scales + 8 * b, sw + 8 * b, ls);
+      const float m_block = fit_positive_scales(8, 63, mins + 8 * b, sw + 8 * b, lm);
+      if (clamp_63) {  // Q5_K clamps (a wrapped negative level would be > 63); Q4_K does not
+        for (int j = 0; j < 8; ++j) {
+          ls[j] = std::min<uint8_t>(63, ls[j]);
+          lm[j] = std::min<uint8_t>(63, lm[j]);
+        }
+      }
+      Block& blk = y[b0 + b];
+      pack_scale_min_k4(ls, lm, blk.scales);
+      blk.d = fp32_to_fp16(d_block);
+      blk.dmin = fp32_to_fp16(m_block);
+      requantize_k4_levels(x + b * kQK_K, blk.scales, blk.d, blk.dmin, nmax, L + b * kQK_K);
+      pack(L + b * kQK_K, blk);
     }
   }
-  pack_scale_min_k4(ls, lm, packed);
-  *d_out = fp32_to_fp16(d_block);
-  *dmin_out = fp32_to_fp16(m_block);
-  requantize_k4_levels(x, packed, *d_out, *dmin_out, nmax, L);
 }
 
 }  // namespace
@@ -253,55 +269,28 @@ void quantize_row_q3_k_weighted(const float* src, void* dst, int64_t n, const fl
   }
 }
 
+void quantize_q4_k_weighted(const float* src, void* dst, int64_t n, const float* importance,
+                            const GroupFits& fits) {
+  quantize_k4_weighted_rows(src, static_cast<BlockQ4_K*>(dst), n, importance, 15, false, fits, pack_q4_k_levels);
+}
+
+void quantize_q5_k_weighted(const float* src, void* dst, int64_t n, const float* importance,
+                            const GroupFits& fits) {
+  quantize_k4_weighted_rows(src, static_cast<BlockQ5_K*>(dst), n, importance, 31, true, fits, pack_q5_k_levels);
+}
+
 void quantize_row_q4_k_weighted(const float* src, void* dst, int64_t n, const float* importance) {
   if (!importance) return quantize_row_q4_k(src, dst, n);
-  auto* y = static_cast<BlockQ4_K*>(dst);
-  uint8_t L[kQK_K];
-  for (int64_t b = 0; b < n / kQK_K; ++b) {
-    quantize_scale_min_k4_weighted(src + b * kQK_K, importance + b * kQK_K, 15, false, &y[b].d,
-                                   &y[b].dmin, y[b].scales, L);
-    for (int chunk = 0; chunk < kQK_K / 64; ++chunk) {
-      for (int l = 0; l < 32; ++l) {
-        y[b].qs[32 * chunk + l] =
-            static_cast<uint8_t>(L[64 * chunk + l] | (L[64 * chunk + 32 + l] << 4));
-      }
-    }
-  }
+  quantize_q4_k_weighted(src, dst, n, importance, ref_group_fits());
 }
 
 void quantize_row_q5_k_weighted(const float* src, void* dst, int64_t n, const float* importance) {
   if (!importance) return quantize_row_q5_k(src, dst, n);
-  auto* y = static_cast<BlockQ5_K*>(dst);
-  uint8_t L[kQK_K];
-  for (int64_t b = 0; b < n / kQK_K; ++b) {
-    quantize_scale_min_k4_weighted(src + b * kQK_K, importance + b * kQK_K, 31, true, &y[b].d,
-                                   &y[b].dmin, y[b].scales, L);
-    std::memset(y[b].qh, 0, sizeof y[b].qh);
-    for (int chunk = 0; chunk < kQK_K / 64; ++chunk) {
-      for (int l = 0; l < 32; ++l) {
-        const int lo = L[64 * chunk + l];
-        const int hi = L[64 * chunk + 32 + l];
-        y[b].qs[32 * chunk + l] = static_cast<uint8_t>((lo & 0x0F) | ((hi & 0x0F) << 4));
-        y[b].qh[l] = static_cast<uint8_t>(y[b].qh[l] | ((lo >> 4) << (2 * chunk)) |
-                                          ((hi >> 4) << (2 * chunk + 1)));
-      }
-    }
-  }
+  quantize_q5_k_weighted(src, dst, n, importance, ref_group_fits());
 }
 
 void quantize_row_q6_k_weighted(const float* src, void* dst, int64_t n, const float* importance) {
-  if (!importance) return quantize_row_q6_k(src, dst, n);
-  auto* y = static_cast<BlockQ6_K*>(dst);
-  int8_t L[kQK_K];
-  float scales[16];
-  for (int64_t b = 0; b < n / kQK_K; ++b) {
-    const float* x = src + b * kQK_K;
-    // Q6_K weights by the importance alone (ggml's sigma2 term is commented out there).
-    for (int j = 0; j < 16; ++j) {
-      scales[j] = fit_symmetric_qw(16, 32, x + 16 * j, importance + b * kQK_K + 16 * j, L + 16 * j);
-    }
-    finish_q6_k_block(x, scales, L, y[b]);
-  }
+  quantize_q6_k(src, dst, n, importance, ref_group_fits());  // null importance: the plain one
 }
 
 }  // namespace runnel::ref

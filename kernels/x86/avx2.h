@@ -97,4 +97,13 @@ void scale(float* x, int64_t n, float s);                         // bit-exact
 void axpy(const float* x, float* y, int64_t n, float s);
 void rope_apply(float* x, int64_t n_rot, const float* cos_sin, ref::RopeStyle style);
 
+// ---- model quantizers, bit-exact with ref's (avx2_group_fits.cpp): the k-quant group
+// searches on 8 groups at a time; _weighted takes importance (nullptr: the plain one)
+void quantize_row_q4_k(const float* src, void* dst, int64_t n);
+void quantize_row_q5_k(const float* src, void* dst, int64_t n);
+void quantize_row_q6_k(const float* src, void* dst, int64_t n);
+void quantize_row_q4_k_weighted(const float* src, void* dst, int64_t n, const float* importance);
+void quantize_row_q5_k_weighted(const float* src, void* dst, int64_t n, const float* importance);
+void quantize_row_q6_k_weighted(const float* src, void* dst, int64_t n, const float* importance);
+
 }  // namespace runnel::avx2

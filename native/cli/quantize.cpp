@@ -168,6 +168,7 @@ int quantize_command(const std::vector<std::string>& args) {
   }
   const int threads = n_threads > 0 ? resolve_thread_count(n_threads)
                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  select_kernels_from_env();  // the quantizers of every kernel set write the same bytes
   ThreadPool pool(threads);
   TensorSource source;
   source.bytes = [&](const GgufTensorInfo& t) { return store->tensor_bytes(t); };

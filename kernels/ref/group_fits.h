@@ -1,0 +1,37 @@
+// The k-quant quantizers that spend nearly all their time in per-group scale searches
+// (Q4_K, Q5_K and Q6_K, with and without importance weights), written over a table of
+// group searches. kernels/ref passes its scalar searches; an ISA may pass searches that
+// run many groups side by side (kernels/x86/group_fits_lanes.h) as long as each group
+// gets ref's scale, min and levels bit for bit, so the bytes stay llama.cpp's.
+#pragma once
+
+#include <cstdint>
+
+namespace runnel::ref {
+
+struct GroupFits {
+  // fit_affine (k_quants_common.h) on `count` consecutive groups of `size` elements:
+  // group g reads x[g * size ..] and w[g * size ..], writes L[g * size ..], scales[g]
+  // and mins[g] (fit_affine's min_out).
+  void (*affine)(int count, int size, int nmax, const float* x, const float* w, float rmin, float rdelta,
+                 int nstep, bool use_mad, float* scales, float* mins, uint8_t* L);
+  // fit_symmetric_qw on `count` groups, qw laid out like x; qw nullptr weighs each
+  // element by x^2 (fit_symmetric_weighted).
+  void (*symmetric)(int count, int size, int nmax, const float* x, const float* qw, float* scales, int8_t* L);
+};
+
+// The scalar searches, group after group.
+const GroupFits& ref_group_fits();
+
+// ref's quantize_row_q4_k / q5_k (k_quants.cpp) and their importance-weighted forms
+// (quant_weighted.cpp, importance non-null), with the group searches of `fits`. Q6_K's
+// two differ only in the weights: importance nullptr is the plain quantizer.
+void quantize_q4_k(const float* src, void* dst, int64_t n, const GroupFits& fits);
+void quantize_q5_k(const float* src, void* dst, int64_t n, const GroupFits& fits);
+void quantize_q4_k_weighted(const float* src, void* dst, int64_t n, const float* importance,
+                            const GroupFits& fits);
+void quantize_q5_k_weighted(const float* src, void* dst, int64_t n, const float* importance,
+                            const GroupFits& fits);
+void quantize_q6_k(const float* src, void* dst, int64_t n, const float* importance, const GroupFits& fits);
+
+}  // namespace runnel::ref
