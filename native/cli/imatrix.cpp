@@ -6,6 +6,7 @@
 //   - for every weight matrix of a layer (blk.*; output.weight too with --process-output)
 //     the input rows of its products are summed as x^2 per input column (in_sum2), and
 //     the rows counted; expert stacks (*_exps) per expert, over the tokens routed to it;
+//     dense products of fewer than 16 rows (a window's last partial batch) left out;
 //   - the file is llama-imatrix's GGUF (core/quant/imatrix_file.h): either tool's file
 //     serves either quantizer.
 // The forward pass hands the float inputs over through a MatmulObserver (null in every
@@ -34,6 +35,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr int kDefaultCtx = 512;  // llama-imatrix's default -c
+// llama-imatrix leaves out the dense products of fewer rows (an expert's are always taken).
+constexpr int kMinRows = 16;
 
 // Sums of squared activations per weight matrix, fed by the forward pass.
 class ImatrixCollector : public MatmulObserver {
@@ -46,6 +49,7 @@ class ImatrixCollector : public MatmulObserver {
     if (name.rfind("blk.", 0) != 0 && !(process_output_ && name == "output.weight")) return;
     const int64_t n_in = w.n_in;
     const int64_t n_mat = w.tensor->dims.size() > 2 ? w.tensor->dims[2] : 1;
+    if (n_mat == 1 && n_tokens < kMinRows) return;
     ImatrixEntry& e = data_.entries[name];
     if (e.sums.empty()) {
       e.sums.assign(static_cast<size_t>(n_in * n_mat), 0.0f);
@@ -213,7 +217,8 @@ int imatrix_command(const std::vector<std::string>& args) {
                "tokens per window (default 512, as llama-imatrix)");
   p.int_option("--chunks", &o.n_chunks, "at most N windows (default -1: every whole window)");
   p.int_option("-t, --threads", &o.load.n_threads, "threads (default: physical cores)");
-  p.int_option("-b, --batch-size", &o.load.n_batch, "tokens per forward pass (default 64)");
+  p.int_option("-b, --batch-size", &o.load.n_batch,
+               "tokens per forward pass (default 64; at least 16: smaller products are not collected)");
   p.string_option(
       "--mem-budget", &o.load.mem_budget, "SIZE",
       "memory to stay within, e.g. 2500M (default: the cgroup limit, else MemAvailable)");
@@ -231,7 +236,12 @@ int imatrix_command(const std::vector<std::string>& args) {
     throw UsageError("-b: must be >= 1, got " + std::to_string(o.load.n_batch));
   if (o.n_chunks == 0 || o.n_chunks < -1)
     throw UsageError("--chunks: must be >= 1 (or -1: all), got " + std::to_string(o.n_chunks));
-  if (o.load.n_ctx < 2) throw UsageError("-c: must be >= 2, got " + std::to_string(o.load.n_ctx));
+  if (o.load.n_ctx < kMinRows || o.load.n_batch < kMinRows) {
+    const bool ctx = o.load.n_ctx < kMinRows;
+    throw UsageError(std::string(ctx ? "-c: " : "-b: ") + std::to_string(ctx ? o.load.n_ctx : o.load.n_batch) +
+                     " is below " + std::to_string(kMinRows) + ": like llama-imatrix, products of fewer than " +
+                     std::to_string(kMinRows) + " rows are not collected, so nothing would be");
+  }
   const std::string text =
       read_text_file(o.text_file);  // before the model loads: a wrong path fails at once
   select_kernels_from_env();

@@ -1,5 +1,5 @@
 // runnel imatrix: on tiny models, a file that parses as llama-imatrix's format with a row
-// count per matrix equal to the tokens processed, per-expert counts of a mixture, layer
+// count per matrix equal to the tokens processed (but for products under 16 rows), per-expert counts of a mixture, layer
 // 0's q sums equal to an independent float computation, output.weight only with
 // --process-output, and the errors; on the real SmolLM2, the per-tensor figures of a
 // llama-imatrix run (tests/data/imatrix, scripts/imatrix_reference.sh).
@@ -80,7 +80,7 @@ TEST_CASE("imatrix: a tiny llama's sums and counts, as llama-imatrix collects th
   spec.tied = false;  // an output.weight of its own, for --process-output
   const Setup s(spec);
   REQUIRE(s.tokens.size() >= 3 * kCtx);
-  const CliResult r = s.imatrix("--chunks 3 -b 8");
+  const CliResult r = s.imatrix("--chunks 3 -b 16");
   REQUIRE(r.status == 0);
   CHECK_THAT(r.out, Contains("[3]"));
   CHECK_THAT(r.out, Contains("Final estimate: PPL = "));
@@ -96,7 +96,7 @@ TEST_CASE("imatrix: a tiny llama's sums and counts, as llama-imatrix collects th
     REQUIRE(d.entries.count(name) == 1);
     const ImatrixEntry& e = d.entries.at(name);
     REQUIRE(e.counts.size() == 1);
-    CHECK(e.counts[0] == 3 * kCtx);  // every token of 3 windows, in batches of 8
+    CHECK(e.counts[0] == 3 * kCtx);  // every token of 3 windows, in batches of 16
     for (const float v : e.sums) CHECK((std::isfinite(v) && v >= 0.0f));
   }
   // q, k and v read the same rows; gate and up too.
@@ -126,6 +126,13 @@ TEST_CASE("imatrix: a tiny llama's sums and counts, as llama-imatrix collects th
   REQUIRE(o.entries.count("output.weight") == 1);
   CHECK(o.entries.at("output.weight").counts == std::vector<int64_t>{2 * kCtx});
   CHECK(o.entries.at("blk.0.ffn_down.weight").counts == std::vector<int64_t>{2 * kCtx});
+
+  // As llama-imatrix, a product of fewer than 16 rows is left out: each window's last
+  // batch of 32 - 24 = 8 tokens.
+  REQUIRE(s.imatrix("--chunks 2 --no-ppl -b 24").status == 0);
+  const ImatrixData partial = read_imatrix_file(s.out_path);
+  CHECK(partial.entries.at("blk.0.attn_q.weight").counts == std::vector<int64_t>{2 * 24});
+  CHECK(partial.entries.at("blk.1.ffn_down.weight").counts == std::vector<int64_t>{2 * 24});
 }
 
 TEST_CASE("imatrix: a mixture's experts are counted over the tokens routed to them",
@@ -134,10 +141,11 @@ TEST_CASE("imatrix: a mixture's experts are counted over the tokens routed to th
   spec.n_expert = 4;
   spec.n_expert_used = 2;
   const Setup s(spec);
-  // Prompt batches (the products per expert) and one token at a time (the routed products).
-  for (const char* batch : {"-b 32", "-b 1"}) {
+  // Whole windows in one batch (the products per expert), and batches of 31 whose last
+  // token runs alone (the routed products of a single token).
+  for (const int batch : {32, 31}) {
     INFO(batch);
-    REQUIRE(s.imatrix(std::string("--chunks 2 --no-ppl ") + batch).status == 0);
+    REQUIRE(s.imatrix("--chunks 2 --no-ppl -b " + std::to_string(batch)).status == 0);
     const ImatrixData d = read_imatrix_file(s.out_path);
     for (const char* m : {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"}) {
       const std::string name = std::string("blk.1.") + m + ".weight";
@@ -147,14 +155,14 @@ TEST_CASE("imatrix: a mixture's experts are counted over the tokens routed to th
       REQUIRE(e.counts.size() == 4);
       int64_t total = 0;
       for (const int64_t c : e.counts) total += c;
-      CHECK(total == 2 * kCtx * 2);  // each token meets 2 experts
+      CHECK(total == 2 * kCtx * 2);  // each token meets 2 experts, alone or not
       CHECK(e.sums.size() == 4 * static_cast<size_t>(name.find("down") != std::string::npos
                                                          ? spec.n_ff
                                                          : spec.n_embd));
     }
-    // The router is an ordinary matrix of the layer.
+    // The router is an ordinary matrix of the layer: a lone token's product is left out.
     REQUIRE(d.entries.count("blk.0.ffn_gate_inp.weight") == 1);
-    CHECK(d.entries.at("blk.0.ffn_gate_inp.weight").counts == std::vector<int64_t>{2 * kCtx});
+    CHECK(d.entries.at("blk.0.ffn_gate_inp.weight").counts == std::vector<int64_t>{2 * batch});
     // An expert stack's importance feeds quantize per expert: ne0 values per expert.
     const ImportanceMatrix im = importance_from(d);
     CHECK(im.at("blk.0.ffn_up_exps.weight").size() == 4 * static_cast<size_t>(spec.n_embd));
@@ -175,6 +183,9 @@ TEST_CASE("imatrix: errors name the problem", "[cli][imatrix]") {
   r = s.imatrix("--chunks 0");
   CHECK(r.status == 1);
   CHECK_THAT(r.err, Contains("--chunks: must be >= 1 (or -1: all), got 0"));
+  r = s.imatrix("-b 8");
+  CHECK(r.status == 1);
+  CHECK_THAT(r.err, Contains("-b: 8 is below 16"));
   CHECK_FALSE(std::filesystem::exists(s.out_path));
 }
 
