@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/ref/group_fits.h"
 #include "kernels/ref/ops.h"
 
 // The 13 batched products (kernels.h TypeKernels::gemm), declared in runnel::neon
@@ -56,6 +57,10 @@ float vec_dot_q5_1(int64_t n, const void* w, const void* a);     // a: Q8_1
 float vec_dot_q8_0(int64_t n, const void* w, const void* a);     // a: Q8_0
 void quantize_row_q8_0(const float* src, void* dst, int64_t n);  // bit-exact with ref
 void quantize_row_q8_1(const float* src, void* dst, int64_t n);  // bit-exact with ref
+
+// ---- model quantizers (neon_group_fits.cpp): Q4_K, Q5_K, Q6_K with the group searches
+// on 4 lanes
+RUNNEL_GROUP_FIT_QUANTIZER_DECLS
 
 // ---- k-quants, 256-element super-blocks (neon_kquants.cpp)
 float vec_dot_q2_k(int64_t n, const void* w, const void* a);     // a: Q8_K

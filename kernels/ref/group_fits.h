@@ -1,7 +1,7 @@
 // The k-quant quantizers that spend nearly all their time in per-group scale searches
 // (Q4_K, Q5_K and Q6_K, with and without importance weights), written over a table of
 // group searches. kernels/ref passes its scalar searches; an ISA may pass searches that
-// run many groups side by side (kernels/x86/group_fits_lanes.h) as long as each group
+// run many groups side by side (kernels/group_fits_lanes.h) as long as each group
 // gets ref's scale, min and levels bit for bit, so the bytes stay llama.cpp's.
 #pragma once
 
@@ -35,3 +35,15 @@ void quantize_q5_k_weighted(const float* src, void* dst, int64_t n, const float*
 void quantize_q6_k(const float* src, void* dst, int64_t n, const float* importance, const GroupFits& fits);
 
 }  // namespace runnel::ref
+
+// Declares, in the namespace where it is expanded, the model quantizers that
+// RUNNEL_DEFINE_GROUP_FIT_QUANTIZERS (kernels/group_fits_lanes.h) defines for an ISA:
+// the table's quantize_row and quantize_row_weighted (importance nullptr: the plain
+// one) of Q4_K, Q5_K and Q6_K, bit-exact with ref's.
+#define RUNNEL_GROUP_FIT_QUANTIZER_DECLS                                                              \
+  void quantize_row_q4_k(const float* src, void* dst, int64_t n);                                     \
+  void quantize_row_q5_k(const float* src, void* dst, int64_t n);                                     \
+  void quantize_row_q6_k(const float* src, void* dst, int64_t n);                                     \
+  void quantize_row_q4_k_weighted(const float* src, void* dst, int64_t n, const float* importance);  \
+  void quantize_row_q5_k_weighted(const float* src, void* dst, int64_t n, const float* importance);  \
+  void quantize_row_q6_k_weighted(const float* src, void* dst, int64_t n, const float* importance);

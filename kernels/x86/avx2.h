@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/ref/group_fits.h"
 #include "kernels/ref/ops.h"
 
 namespace runnel::avx2 {
@@ -97,13 +98,8 @@ void scale(float* x, int64_t n, float s);                         // bit-exact
 void axpy(const float* x, float* y, int64_t n, float s);
 void rope_apply(float* x, int64_t n_rot, const float* cos_sin, ref::RopeStyle style);
 
-// ---- model quantizers, bit-exact with ref's (avx2_group_fits.cpp): the k-quant group
-// searches on 8 groups at a time; _weighted takes importance (nullptr: the plain one)
-void quantize_row_q4_k(const float* src, void* dst, int64_t n);
-void quantize_row_q5_k(const float* src, void* dst, int64_t n);
-void quantize_row_q6_k(const float* src, void* dst, int64_t n);
-void quantize_row_q4_k_weighted(const float* src, void* dst, int64_t n, const float* importance);
-void quantize_row_q5_k_weighted(const float* src, void* dst, int64_t n, const float* importance);
-void quantize_row_q6_k_weighted(const float* src, void* dst, int64_t n, const float* importance);
+// ---- model quantizers (avx2_group_fits.cpp): Q4_K, Q5_K, Q6_K with the group searches
+// on 8 lanes
+RUNNEL_GROUP_FIT_QUANTIZER_DECLS
 
 }  // namespace runnel::avx2

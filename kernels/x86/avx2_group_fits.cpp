@@ -2,7 +2,7 @@
 // group searches run 8 groups at a time (group_fits_lanes.h), bit-identical to ref.
 #include "kernels/x86/avx2.h"
 #define RUNNEL_GROUP_FIT_LANES 8
-#include "kernels/x86/group_fits_lanes.h"
+#include "kernels/group_fits_lanes.h"
 
 namespace runnel::avx2 {
 

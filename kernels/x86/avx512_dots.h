@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "kernels/ref/group_fits.h"
+
 namespace runnel {
 
 // True when cpu_has_avx512() and the CPU also has AVX512-BF16 (vdpbf16ps). Baseline code
@@ -48,13 +50,8 @@ float vec_dot_bf16(int64_t n, const void* w, const void* a);
 // magnitude (bf16 subnormals) count as zero and subnormal results flush to zero.
 float vec_dot_bf16_dpbf16(int64_t n, const void* w, const void* a);
 
-// ---- model quantizers, bit-exact with ref's (avx512_group_fits.cpp): the k-quant group
-// searches on 16 groups at a time; _weighted takes importance (nullptr: the plain one)
-void quantize_row_q4_k(const float* src, void* dst, int64_t n);
-void quantize_row_q5_k(const float* src, void* dst, int64_t n);
-void quantize_row_q6_k(const float* src, void* dst, int64_t n);
-void quantize_row_q4_k_weighted(const float* src, void* dst, int64_t n, const float* importance);
-void quantize_row_q5_k_weighted(const float* src, void* dst, int64_t n, const float* importance);
-void quantize_row_q6_k_weighted(const float* src, void* dst, int64_t n, const float* importance);
+// ---- model quantizers (avx512_group_fits.cpp): Q4_K, Q5_K, Q6_K with the group searches
+// on 16 lanes
+RUNNEL_GROUP_FIT_QUANTIZER_DECLS
 
 }  // namespace runnel::avx512

@@ -381,7 +381,8 @@ int replaced_entries(const KernelTable& t, const KernelTable& base) {
     CHECK(x.repack_x8 == b.repack_x8);
     CHECK(x.gemm_x8 == b.gemm_x8);
     replaced += (x.vec_dot != b.vec_dot) + (x.quantize_row != b.quantize_row) + (x.gemm != b.gemm) +
-                (x.gemm_pack != b.gemm_pack) + (x.gemm_pack_bytes != b.gemm_pack_bytes);
+                (x.gemm_pack != b.gemm_pack) + (x.gemm_pack_bytes != b.gemm_pack_bytes) +
+                (x.quantize_row_weighted != b.quantize_row_weighted);
   }
   return replaced;
 }
@@ -391,9 +392,9 @@ TEST_CASE("The NEON tables are the ref table with the NEON entries swapped in", 
   const KernelTable* baseline = neon_baseline_kernels();
   REQUIRE(baseline != nullptr);
   CHECK(baseline->isa == "neon");
-  // 16 dots + 3 quantizers + 16 gemm (13 quantized, 3 float) + 6 x (gemm_pack,
-  // gemm_pack_bytes)
-  CHECK(replaced_entries(*baseline, ref_kernels()) == 47);
+  // 16 dots + 3 activation quantizers + 16 gemm (13 quantized, 3 float) + 6 x (gemm_pack,
+  // gemm_pack_bytes) + Q4_K, Q5_K, Q6_K model quantizers, plain and weighted
+  CHECK(replaced_entries(*baseline, ref_kernels()) == 53);
   const KernelTable* dotprod = neon_dotprod_kernels();
   CHECK((dotprod != nullptr) == cpu_has_dotprod());
   if (dotprod != nullptr) {

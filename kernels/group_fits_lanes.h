@@ -4,9 +4,9 @@
 // after element, branches turned into per-lane selects. So every group gets ref's scale,
 // min and levels bit for bit; only the groups run side by side instead of one after
 // another, which is what the searches' long chains of dependent adds need.
-// Included once by avx2_group_fits.cpp (RUNNEL_GROUP_FIT_LANES 8) and by
-// avx512_group_fits.cpp (16), which are compiled with -ffp-contract=off: a fused
-// a * b + c would round once and part from ref.
+// Included once by kernels/x86/avx2_group_fits.cpp (RUNNEL_GROUP_FIT_LANES 8),
+// kernels/x86/avx512_group_fits.cpp (16) and kernels/arm/neon_group_fits.cpp (4), all
+// compiled with -ffp-contract=off: a fused a * b + c would round once and part from ref.
 #pragma once
 #ifndef RUNNEL_GROUP_FIT_LANES
 #error "define RUNNEL_GROUP_FIT_LANES (the lanes of a vector) before including group_fits_lanes.h"
@@ -19,7 +19,7 @@
 #include "kernels/ref/k_quants_common.h"
 
 namespace runnel::group_lanes {
-// Internal linkage: the two ISA files compile their own copies (see x8_gemm_impl.h).
+// Internal linkage: each ISA file compiles its own copy (see kernels/x86/x8_gemm_impl.h).
 namespace {
 
 constexpr int W = RUNNEL_GROUP_FIT_LANES;
