@@ -8,8 +8,9 @@
 #   scripts/fleet.sh start N MODEL [-- extra serve args]   # prints `front URL`, then
 #                                                           # `replica PID URL` per replica
 #   scripts/fleet.sh restart I     # replica I (1..N): SIGTERM, wait for its in-flight
-#                                  # requests, start it again on its port (a rolling
-#                                  # restart is one call per replica); prints its line
+#                                  # requests, start it again on its port, wait until
+#                                  # nginx uses it again (5 s; a rolling restart is one
+#                                  # call per replica); prints its line
 #   scripts/fleet.sh status        # the lines `start` printed, for what still runs
 #   scripts/fleet.sh stop          # SIGTERM to all, waits for them
 #
@@ -26,6 +27,8 @@ base_port="${RUNNEL_FLEET_PORT:-8100}"
 # Debian puts nginx in /usr/sbin, which is not on a normal user's PATH.
 nginx_bin="${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}"
 template="$root/native/server/deploy/nginx.conf.in"
+# nginx takes a replica out for this long after a refused or 503 request (max_fails=1).
+readonly kFailTimeoutS=5
 
 die() { echo "fleet: $*" >&2; exit 1; }
 
@@ -85,7 +88,7 @@ cmd_start() {
 
   local servers="" lines=() i
   for i in $(seq 1 "$n"); do
-    servers+="    server 127.0.0.1:$((base_port + i)) max_fails=1 fail_timeout=5s;"$'\n'
+    servers+="    server 127.0.0.1:$((base_port + i)) max_fails=1 fail_timeout=${kFailTimeoutS}s;"$'\n'
   done
   local front="127.0.0.1:$base_port"
   awk -v prefix="$dir" -v listen="$front" -v servers="${servers%$'\n'}" '
@@ -110,6 +113,10 @@ cmd_restart() {
   read -r _ pid port <<<"$line"
   stop_pid "$pid"
   start_replica "$1" "$port"
+  # nginx still counts the replica as failed (from the requests it refused while down)
+  # for up to fail_timeout: restarting the next one sooner could leave no replica it
+  # would use, and every request would get 502 meanwhile.
+  sleep "$kFailTimeoutS"
 }
 
 cmd_status() {

@@ -3,9 +3,10 @@
 // --write-timeout, the connection is dropped, the generation is cancelled (streams) or
 // its reply abandoned (non-streamed), and the slot serves the next request. Node cannot
 // shrink a socket's receive buffer, so the replies are made large enough to fill the
-// buffers on both sides (about 4 MiB on loopback): a tiny random-weight model (`runnel
-// synth-model`, fast) writing 4000 tokens with 20 top_logprobs each (about 2 KiB per
-// token), its end token banned. With --slots 1, the openai client's request that waits
+// buffers on both sides (on loopback they took 3500 to 4000 streamed tokens, so 4000 was
+// not enough): a tiny random-weight model (`runnel synth-model`, fast) writing 12000
+// streamed or 8000 non-streamed tokens with 20 top_logprobs each (about 2 KiB per
+// token), its end token banned, in a 16384-token context. With --slots 1, the openai client's request that waits
 // behind the stalled one must complete within a bound that only a freed slot explains.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -22,7 +23,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const vocab = path.join(root, 'tests/data/tokenizer/ggml-vocab-gpt-2.gguf');
 const kWriteTimeoutS = 2;
 const kEndToken = 50256;  // gpt-2's <|endoftext|>
-const kMaxTokens = 4000;
+const kStreamTokens = 12000;  // a stream is cut once the buffers fill: far fewer run
+const kBodyTokens = 8000;     // a non-streamed reply is generated whole, then written
 
 let dir;
 let server;
@@ -34,7 +36,7 @@ before(async () => {
   execFileSync(binary, ['synth-model', '--shape', 'tiny', '--type', 'q8_0', '--tokenizer-from', vocab, '-o', file],
     { stdio: 'ignore' });
   ({ server, client } = await startServerWithClient(
-    ['--slots', '1', '--queue', '4', '-t', '2', '--write-timeout', String(kWriteTimeoutS)], { modelPath: file }));
+    ['--slots', '1', '--queue', '4', '-t', '2', '-c', '16384', '--write-timeout', String(kWriteTimeoutS)], { modelPath: file }));
 });
 after(async () => {
   await stopServerCleanly(server);
@@ -71,7 +73,7 @@ async function waitForBusySlot() {
 const bigReply = (stream) => ({
   messages: [{ role: 'user', content: 'Tell me a long story.' }],
   stream,
-  max_tokens: kMaxTokens,
+  max_tokens: stream ? kStreamTokens : kBodyTokens,
   logprobs: true,
   top_logprobs: 20,
   temperature: 1,
@@ -99,10 +101,10 @@ test('a stream nobody reads is dropped after --write-timeout and its slot serves
   await queuedChat();
   const done = Date.now() - t0;
   // The stalled stream was cut, not run to its end: its log line says abort, with fewer
-  // tokens than asked (4000 tokens of 2 KiB do not fit in the socket buffers).
+  // tokens than asked (12000 tokens of 2 KiB do not fit in the socket buffers).
   const [, completion, ms] = await waitForStderr(server,
     /POST \/v1\/chat\/completions 200 prompt=\d+ completion=(\d+) finish=abort (\d+)ms/, { since });
-  assert.ok(Number(completion) < kMaxTokens, `the stalled stream generated ${completion} tokens`);
+  assert.ok(Number(completion) < kStreamTokens, `the stalled stream generated ${completion} tokens`);
   // The queued request was served as soon as the slot was freed.
   assert.ok(done < Number(ms) + 3000, `served ${done} ms after the stall began; the stall was cut at ${ms} ms`);
   t.diagnostic(`stream cut after ${completion} tokens at ${ms} ms; the queued request done at ${done} ms`);
@@ -120,10 +122,10 @@ test('a large non-streamed reply nobody reads is dropped after --write-timeout; 
   await queuedChat();
   const done = Date.now() - t0;
   // The whole reply was generated (a non-streamed body is written at its end, after
-  // keep-alive spaces that fit in the buffers); writing its ~8 MB then stalled.
+  // keep-alive spaces that fit in the buffers); writing its ~16 MB then stalled.
   const [, completion, ms] = await waitForStderr(server,
     /POST \/v1\/chat\/completions 200 prompt=\d+ completion=(\d+) finish=length (\d+)ms/, { since });
-  assert.equal(Number(completion), kMaxTokens);
+  assert.equal(Number(completion), kBodyTokens);
   assert.ok(done < Number(ms) + 3000, `served ${done} ms after the stall began; the stall ended at ${ms} ms`);
   // The connection was dropped one write timeout after the buffers filled (a blocking
   // send of the whole body used to wait past it: about 5 s with --write-timeout 2).
