@@ -17,6 +17,7 @@
 
 #include "kernels/ref/group_fits.h"
 #include "kernels/ref/k_quants_common.h"
+#include "kernels/ref/ref.h"
 
 namespace runnel::group_lanes {
 // Internal linkage: each ISA file compiles its own copy (see kernels/x86/x8_gemm_impl.h).
@@ -209,11 +210,20 @@ void fit_symmetric_groups(int count, int size, int nmax, const float* x, const f
 }  // namespace runnel::group_lanes
 
 // Defines, in the namespace of the ISA file that expands it, kGroupFits over the lanes and
-// the table entries that use it: quantize_row_q4_k / q5_k / q6_k and their _weighted forms.
+// the table entries that use it (RUNNEL_GROUP_FIT_QUANTIZER_DECLS, kernels/ref/group_fits.h).
 #define RUNNEL_DEFINE_GROUP_FIT_QUANTIZERS()                                                            \
   namespace {                                                                                          \
   constexpr ref::GroupFits kGroupFits{group_lanes::fit_affine_groups,                                \
                                       group_lanes::fit_symmetric_groups};                            \
+  }                                                                                                    \
+  void quantize_row_q2_k(const float* src, void* dst, int64_t n) { ref::quantize_q2_k(src, dst, n, kGroupFits); } \
+  void quantize_row_q2_k_weighted(const float* src, void* dst, int64_t n, const float* importance) {   \
+    if (!importance) return quantize_row_q2_k(src, dst, n);                                            \
+    ref::quantize_q2_k_weighted(src, dst, n, importance, kGroupFits);                                  \
+  }                                                                                                    \
+  void quantize_row_q3_k_weighted(const float* src, void* dst, int64_t n, const float* importance) {   \
+    if (!importance) return ref::quantize_row_q3_k(src, dst, n);                                       \
+    ref::quantize_q3_k_weighted(src, dst, n, importance, kGroupFits);                                  \
   }                                                                                                    \
   void quantize_row_q4_k(const float* src, void* dst, int64_t n) { ref::quantize_q4_k(src, dst, n, kGroupFits); } \
   void quantize_row_q5_k(const float* src, void* dst, int64_t n) { ref::quantize_q5_k(src, dst, n, kGroupFits); } \

@@ -58,6 +58,8 @@ KernelTable build_neon_baseline_table() {
     t.types[static_cast<uint32_t>(type)].quantize_row = fn;
     t.types[static_cast<uint32_t>(type)].quantize_row_weighted = weighted;
   };
+  model_quant(G::Q2_K, neon::quantize_row_q2_k, neon::quantize_row_q2_k_weighted);
+  t.types[static_cast<uint32_t>(G::Q3_K)].quantize_row_weighted = neon::quantize_row_q3_k_weighted;
   model_quant(G::Q4_K, neon::quantize_row_q4_k, neon::quantize_row_q4_k_weighted);
   model_quant(G::Q5_K, neon::quantize_row_q5_k, neon::quantize_row_q5_k_weighted);
   model_quant(G::Q6_K, neon::quantize_row_q6_k, neon::quantize_row_q6_k_weighted);

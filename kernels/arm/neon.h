@@ -58,7 +58,7 @@ float vec_dot_q8_0(int64_t n, const void* w, const void* a);     // a: Q8_0
 void quantize_row_q8_0(const float* src, void* dst, int64_t n);  // bit-exact with ref
 void quantize_row_q8_1(const float* src, void* dst, int64_t n);  // bit-exact with ref
 
-// ---- model quantizers (neon_group_fits.cpp): Q4_K, Q5_K, Q6_K with the group searches
+// ---- model quantizers (neon_group_fits.cpp): Q2_K .. Q6_K with the group searches
 // on 4 lanes
 RUNNEL_GROUP_FIT_QUANTIZER_DECLS
 

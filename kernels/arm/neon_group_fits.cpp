@@ -1,4 +1,4 @@
-// The NEON k-quant model quantizers: ref's Q4_K, Q5_K and Q6_K quantizers with their
+// The NEON k-quant model quantizers: ref's Q2_K .. Q6_K quantizers with their
 // group searches run 4 groups at a time (kernels/group_fits_lanes.h), bit-identical to
 // ref (aarch64 builds with -ffp-contract=off throughout).
 #include "kernels/arm/neon.h"

@@ -1,8 +1,9 @@
 // The k-quant quantizers that spend nearly all their time in per-group scale searches
-// (Q4_K, Q5_K and Q6_K, with and without importance weights), written over a table of
-// group searches. kernels/ref passes its scalar searches; an ISA may pass searches that
-// run many groups side by side (kernels/group_fits_lanes.h) as long as each group
-// gets ref's scale, min and levels bit for bit, so the bytes stay llama.cpp's.
+// (Q2_K, Q4_K, Q5_K and Q6_K, with and without importance weights, and Q3_K's weighted
+// one), written over a table of group searches. kernels/ref passes its scalar searches;
+// an ISA may pass searches that run many groups side by side (kernels/group_fits_lanes.h)
+// as long as each group gets ref's scale, min and levels bit for bit, so the bytes stay
+// llama.cpp's.
 #pragma once
 
 #include <cstdint>
@@ -23,9 +24,15 @@ struct GroupFits {
 // The scalar searches, group after group.
 const GroupFits& ref_group_fits();
 
-// ref's quantize_row_q4_k / q5_k (k_quants.cpp) and their importance-weighted forms
-// (quant_weighted.cpp, importance non-null), with the group searches of `fits`. Q6_K's
-// two differ only in the weights: importance nullptr is the plain quantizer.
+// ref's quantize_row_q2_k / q4_k / q5_k (k_quants.cpp) and the importance-weighted forms
+// (quant_weighted.cpp, importance non-null) of those and of Q3_K, with the group
+// searches of `fits` (Q3_K's plain quantizer has a search of its own). Q6_K's two differ
+// only in the weights: importance nullptr is the plain quantizer.
+void quantize_q2_k(const float* src, void* dst, int64_t n, const GroupFits& fits);
+void quantize_q2_k_weighted(const float* src, void* dst, int64_t n, const float* importance,
+                            const GroupFits& fits);
+void quantize_q3_k_weighted(const float* src, void* dst, int64_t n, const float* importance,
+                            const GroupFits& fits);
 void quantize_q4_k(const float* src, void* dst, int64_t n, const GroupFits& fits);
 void quantize_q5_k(const float* src, void* dst, int64_t n, const GroupFits& fits);
 void quantize_q4_k_weighted(const float* src, void* dst, int64_t n, const float* importance,
@@ -39,8 +46,11 @@ void quantize_q6_k(const float* src, void* dst, int64_t n, const float* importan
 // Declares, in the namespace where it is expanded, the model quantizers that
 // RUNNEL_DEFINE_GROUP_FIT_QUANTIZERS (kernels/group_fits_lanes.h) defines for an ISA:
 // the table's quantize_row and quantize_row_weighted (importance nullptr: the plain
-// one) of Q4_K, Q5_K and Q6_K, bit-exact with ref's.
+// one) of Q2_K, Q4_K, Q5_K and Q6_K and quantize_row_weighted of Q3_K, bit-exact with ref's.
 #define RUNNEL_GROUP_FIT_QUANTIZER_DECLS                                                              \
+  void quantize_row_q2_k(const float* src, void* dst, int64_t n);                                     \
+  void quantize_row_q2_k_weighted(const float* src, void* dst, int64_t n, const float* importance);  \
+  void quantize_row_q3_k_weighted(const float* src, void* dst, int64_t n, const float* importance);  \
   void quantize_row_q4_k(const float* src, void* dst, int64_t n);                                     \
   void quantize_row_q5_k(const float* src, void* dst, int64_t n);                                     \
   void quantize_row_q6_k(const float* src, void* dst, int64_t n);                                     \

@@ -117,21 +117,20 @@ void pack_q5_k_levels(const uint8_t* L, BlockQ5_K& y) {
 
 // ---------------------------------------------------------------- Q2_K
 
-void quantize_row_q2_k(const float* src, void* dst, int64_t n) {
+void quantize_q2_k(const float* src, void* dst, int64_t n, const GroupFits& fits) {
   auto* y = static_cast<BlockQ2_K*>(dst);
   constexpr float kQ4Scale = 15.0f;
   uint8_t L[kQK_K];
-  float weights[16];
+  float weights[kQK_K];
   float scales[16];
   float mins[16];
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     const float* x = src + b * kQK_K;
+    for (int i = 0; i < kQK_K; ++i) weights[i] = std::fabs(x[i]);
+    fits.affine(16, 16, 3, x, weights, -0.5f, 0.1f, 15, true, scales, mins, L);
     float max_scale = 0.0f;
     float max_min = 0.0f;
     for (int j = 0; j < 16; ++j) {
-      for (int l = 0; l < 16; ++l) weights[l] = std::fabs(x[16 * j + l]);
-      scales[j] =
-          fit_affine(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], -0.5f, 0.1f, 15, true);
       if (scales[j] > max_scale) max_scale = scales[j];
       if (mins[j] > max_min) max_min = mins[j];
     }
@@ -166,6 +165,10 @@ void quantize_row_q2_k(const float* src, void* dst, int64_t n) {
     }
     pack_2bit(L, y[b].qs);
   }
+}
+
+void quantize_row_q2_k(const float* src, void* dst, int64_t n) {
+  quantize_q2_k(src, dst, n, ref_group_fits());
 }
 
 void dequantize_row_q2_k(const void* src, float* dst, int64_t n) {

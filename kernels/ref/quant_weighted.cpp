@@ -183,11 +183,11 @@ void quantize_row_q5_1_weighted(const float* src, void* dst, int64_t n, const fl
 
 // ---------------------------------------------------------------- k-quants
 
-void quantize_row_q2_k_weighted(const float* src, void* dst, int64_t n, const float* importance) {
-  if (!importance) return quantize_row_q2_k(src, dst, n);
+void quantize_q2_k_weighted(const float* src, void* dst, int64_t n, const float* importance,
+                            const GroupFits& fits) {
   auto* y = static_cast<BlockQ2_K*>(dst);
   uint8_t L[kQK_K];
-  float w[16];
+  float w[kQK_K];
   float sw[16];
   float scales[16];
   float mins[16];
@@ -196,10 +196,10 @@ void quantize_row_q2_k_weighted(const float* src, void* dst, int64_t n, const fl
     const float* qw = importance + b * kQK_K;
     const float sigma2 = mean_square(x, kQK_K);  // Q2_K: not doubled
     for (int j = 0; j < 16; ++j) {
-      fit_weights(x + 16 * j, qw + 16 * j, sigma2, 16, w);
-      sw[j] = sum_of(w, 16);
-      scales[j] = fit_affine(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], -0.9f, 0.05f, 36, false);
+      fit_weights(x + 16 * j, qw + 16 * j, sigma2, 16, w + 16 * j);
+      sw[j] = sum_of(w + 16 * j, 16);
     }
+    fits.affine(16, 16, 3, x, w, -0.9f, 0.05f, 36, false, scales, mins, L);
     uint8_t ls[16];
     uint8_t lm[16];
     y[b].d = fp32_to_fp16(fit_positive_scales(16, 15, scales, sw, ls));
@@ -219,11 +219,11 @@ void quantize_row_q2_k_weighted(const float* src, void* dst, int64_t n, const fl
   }
 }
 
-void quantize_row_q3_k_weighted(const float* src, void* dst, int64_t n, const float* importance) {
-  if (!importance) return quantize_row_q3_k(src, dst, n);
+void quantize_q3_k_weighted(const float* src, void* dst, int64_t n, const float* importance,
+                            const GroupFits& fits) {
   auto* y = static_cast<BlockQ3_K*>(dst);
   int8_t L[kQK_K];
-  float w[16];
+  float w[kQK_K];
   float sw[16];
   float scales[16];
   for (int64_t b = 0; b < n / kQK_K; ++b) {
@@ -231,10 +231,10 @@ void quantize_row_q3_k_weighted(const float* src, void* dst, int64_t n, const fl
     const float* qw = importance + b * kQK_K;
     const float sigma2 = 2 * mean_square(x, kQK_K);
     for (int j = 0; j < 16; ++j) {
-      fit_weights(x + 16 * j, qw + 16 * j, sigma2, 16, w);
-      sw[j] = sum_of(w, 16);
-      scales[j] = fit_symmetric_qw(16, 4, x + 16 * j, w, L + 16 * j);
+      fit_weights(x + 16 * j, qw + 16 * j, sigma2, 16, w + 16 * j);
+      sw[j] = sum_of(w + 16 * j, 16);
     }
+    fits.symmetric(16, 16, 4, x, w, scales, L);
     // The 16 signed sub-block scales as 6-bit levels (l + 32) of one super-block scale.
     int8_t ls[16];
     const float d_block = fit_symmetric_qw(16, 32, scales, sw, ls);
@@ -277,6 +277,16 @@ void quantize_q4_k_weighted(const float* src, void* dst, int64_t n, const float*
 void quantize_q5_k_weighted(const float* src, void* dst, int64_t n, const float* importance,
                             const GroupFits& fits) {
   quantize_k4_weighted_rows(src, static_cast<BlockQ5_K*>(dst), n, importance, 31, true, fits, pack_q5_k_levels);
+}
+
+void quantize_row_q2_k_weighted(const float* src, void* dst, int64_t n, const float* importance) {
+  if (!importance) return quantize_row_q2_k(src, dst, n);
+  quantize_q2_k_weighted(src, dst, n, importance, ref_group_fits());
+}
+
+void quantize_row_q3_k_weighted(const float* src, void* dst, int64_t n, const float* importance) {
+  if (!importance) return quantize_row_q3_k(src, dst, n);
+  quantize_q3_k_weighted(src, dst, n, importance, ref_group_fits());
 }
 
 void quantize_row_q4_k_weighted(const float* src, void* dst, int64_t n, const float* importance) {

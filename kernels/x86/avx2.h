@@ -98,7 +98,7 @@ void scale(float* x, int64_t n, float s);                         // bit-exact
 void axpy(const float* x, float* y, int64_t n, float s);
 void rope_apply(float* x, int64_t n_rot, const float* cos_sin, ref::RopeStyle style);
 
-// ---- model quantizers (avx2_group_fits.cpp): Q4_K, Q5_K, Q6_K with the group searches
+// ---- model quantizers (avx2_group_fits.cpp): Q2_K .. Q6_K with the group searches
 // on 8 lanes
 RUNNEL_GROUP_FIT_QUANTIZER_DECLS
 

@@ -1,4 +1,4 @@
-// The AVX2 k-quant model quantizers: ref's Q4_K, Q5_K and Q6_K quantizers with their
+// The AVX2 k-quant model quantizers: ref's Q2_K .. Q6_K quantizers with their
 // group searches run 8 groups at a time (group_fits_lanes.h), bit-identical to ref.
 #include "kernels/x86/avx2.h"
 #define RUNNEL_GROUP_FIT_LANES 8

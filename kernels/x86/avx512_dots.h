@@ -50,7 +50,7 @@ float vec_dot_bf16(int64_t n, const void* w, const void* a);
 // magnitude (bf16 subnormals) count as zero and subnormal results flush to zero.
 float vec_dot_bf16_dpbf16(int64_t n, const void* w, const void* a);
 
-// ---- model quantizers (avx512_group_fits.cpp): Q4_K, Q5_K, Q6_K with the group searches
+// ---- model quantizers (avx512_group_fits.cpp): Q2_K .. Q6_K with the group searches
 // on 16 lanes
 RUNNEL_GROUP_FIT_QUANTIZER_DECLS
 

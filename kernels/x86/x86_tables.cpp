@@ -48,6 +48,8 @@ KernelTable build_avx2_table() {
     t.types[static_cast<uint32_t>(type)].quantize_row = fn;
     t.types[static_cast<uint32_t>(type)].quantize_row_weighted = weighted;
   };
+  model_quant(G::Q2_K, avx2::quantize_row_q2_k, avx2::quantize_row_q2_k_weighted);
+  t.types[static_cast<uint32_t>(G::Q3_K)].quantize_row_weighted = avx2::quantize_row_q3_k_weighted;
   model_quant(G::Q4_K, avx2::quantize_row_q4_k, avx2::quantize_row_q4_k_weighted);
   model_quant(G::Q5_K, avx2::quantize_row_q5_k, avx2::quantize_row_q5_k_weighted);
   model_quant(G::Q6_K, avx2::quantize_row_q6_k, avx2::quantize_row_q6_k_weighted);
@@ -209,6 +211,8 @@ KernelTable build_avx512_table(const KernelTable& avx2_table) {
     t.types[static_cast<uint32_t>(type)].quantize_row = fn;
     t.types[static_cast<uint32_t>(type)].quantize_row_weighted = weighted;
   };
+  model_quant(G::Q2_K, avx512::quantize_row_q2_k, avx512::quantize_row_q2_k_weighted);
+  t.types[static_cast<uint32_t>(G::Q3_K)].quantize_row_weighted = avx512::quantize_row_q3_k_weighted;
   model_quant(G::Q4_K, avx512::quantize_row_q4_k, avx512::quantize_row_q4_k_weighted);
   model_quant(G::Q5_K, avx512::quantize_row_q5_k, avx512::quantize_row_q5_k_weighted);
   model_quant(G::Q6_K, avx512::quantize_row_q6_k, avx512::quantize_row_q6_k_weighted);

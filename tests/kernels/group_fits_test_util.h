@@ -1,5 +1,5 @@
-// The model quantizers that run ref's k-quant group searches on vector lanes (Q4_K, Q5_K,
-// Q6_K, plain and importance-weighted; kernels/group_fits_lanes.h) against ref's bytes:
+// The model quantizers that run ref's k-quant group searches on vector lanes (Q2_K .. Q6_K,
+// plain and importance-weighted; kernels/group_fits_lanes.h) against ref's bytes:
 // every lane a different kind of group (flat, all zero, below the zero threshold, one
 // outlier, huge) and block counts that leave lanes and fit chunks partly empty. Used by
 // each ISA's test (tests/kernels/x86/group_fits_test.cpp, tests/kernels/arm/).
@@ -17,7 +17,11 @@
 namespace runnel::test {
 namespace group_fits {
 
-constexpr GgmlType kTypes[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+// The types whose plain quantizer runs the lane searches; the weighted ones add Q3_K
+// (its plain quantizer has a search of its own, ref's in every table).
+constexpr GgmlType kTypes[] = {GgmlType::Q2_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+constexpr GgmlType kWeightedTypes[] = {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
+                                       GgmlType::Q6_K};
 // Super-blocks per row: lanes of a 16-wide pass left empty (odd counts of 8 groups), and
 // the quantizers' chunks of 4 blocks left partly empty (5, 7).
 constexpr int64_t kBlocks[] = {1, 2, 3, 5, 7, 16};
@@ -62,7 +66,7 @@ inline std::vector<uint8_t> quantize_weighted(QuantizeRowWeightedFn fn, GgmlType
 
 }  // namespace group_fits
 
-// t's plain quantizers of Q4_K, Q5_K and Q6_K give ref's bytes (and are not ref's own).
+// t's plain quantizers of Q2_K, Q4_K, Q5_K and Q6_K give ref's bytes (and are not ref's own).
 inline void check_group_fit_quantizers(const KernelTable& t) {
   using namespace group_fits;
   for (GgmlType type : kTypes) {
@@ -84,11 +88,11 @@ inline void check_group_fit_quantizers(const KernelTable& t) {
   }
 }
 
-// t's importance-weighted quantizers of Q4_K, Q5_K and Q6_K give ref's bytes; without
+// t's importance-weighted quantizers of Q2_K .. Q6_K give ref's bytes; without
 // importance, the plain quantizer's.
 inline void check_group_fit_weighted_quantizers(const KernelTable& t) {
   using namespace group_fits;
-  for (GgmlType type : kTypes) {
+  for (GgmlType type : kWeightedTypes) {
     const TypeKernels& ref = ref_kernels().of(type);
     const TypeKernels& simd = t.of(type);
     REQUIRE(ref.quantize_row_weighted != nullptr);

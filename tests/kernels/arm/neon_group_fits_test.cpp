@@ -1,4 +1,4 @@
-// The NEON model quantizers (Q4_K, Q5_K, Q6_K, plain and importance-weighted) run ref's
+// The NEON model quantizers (Q2_K .. Q6_K, plain and importance-weighted) run ref's
 // group searches on 4 groups at once: their bytes must equal ref's exactly
 // (tests/kernels/group_fits_test_util.h), in both NEON tables.
 #include <catch2/catch.hpp>

@@ -578,7 +578,8 @@ TEST_CASE("The AVX2 table is the ref table with the AVX2 entries swapped in", "[
     replaced += (x.vec_dot != r.vec_dot) + (x.quantize_row != r.quantize_row) +
                 (x.quantize_row_weighted != r.quantize_row_weighted);
   }
-  CHECK(replaced == 25);  // 16 dots + 3 activation quantizers + Q4_K, Q5_K, Q6_K plain and weighted
+  // 16 dots + 3 activation quantizers + Q2_K, Q4_K, Q5_K, Q6_K plain and weighted + Q3_K weighted
+  CHECK(replaced == 28);
   REQUIRE(avx2_float_ops() != nullptr);
   CHECK(avx2_float_ops()->isa == "avx2");
 }
@@ -600,12 +601,15 @@ TEST_CASE("The AVX-512 table is the AVX2 table with the VNNI gemm and dot entrie
     const TypeKernels& x = avx512->types[id];
     INFO("type id " << id);
     CHECK((x.vec_dot == nullptr) == (a.vec_dot == nullptr));  // which: avx512_test.cpp
-    // The k-quant model quantizers run 16 lanes instead of 8 (group_fits_test.cpp).
-    const bool k_quant_model = id == static_cast<uint32_t>(GgmlType::Q4_K) ||
+    // The k-quant model quantizers run 16 lanes instead of 8 (group_fits_test.cpp); Q3_K's
+    // plain one is ref's in both.
+    const bool k_quant_model = id == static_cast<uint32_t>(GgmlType::Q2_K) ||
+                               id == static_cast<uint32_t>(GgmlType::Q4_K) ||
                                id == static_cast<uint32_t>(GgmlType::Q5_K) ||
                                id == static_cast<uint32_t>(GgmlType::Q6_K);
+    const bool q3_k = id == static_cast<uint32_t>(GgmlType::Q3_K);
     CHECK((x.quantize_row == a.quantize_row) != k_quant_model);
-    CHECK((x.quantize_row_weighted == a.quantize_row_weighted) != k_quant_model);
+    CHECK((x.quantize_row_weighted == a.quantize_row_weighted) != (k_quant_model || q3_k));
     CHECK(x.gemm_pack == a.gemm_pack);
     // BF16 prompts keep the per-token vdpbf16ps dot where the CPU has it (faster there).
     const bool dropped = id == static_cast<uint32_t>(GgmlType::BF16) && cpu_has_avx512_bf16();

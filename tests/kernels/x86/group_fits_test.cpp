@@ -1,4 +1,4 @@
-// The x86 model quantizers (Q4_K, Q5_K, Q6_K, plain and importance-weighted) run ref's
+// The x86 model quantizers (Q2_K .. Q6_K, plain and importance-weighted) run ref's
 // group searches on 8 (AVX2) or 16 (AVX-512) groups at once: their bytes must equal
 // ref's exactly (tests/kernels/group_fits_test_util.h).
 #include <catch2/catch.hpp>
