@@ -54,15 +54,7 @@ KernelTable build_neon_baseline_table() {
   quant(G::Q8_1, neon::quantize_row_q8_1);
   quant(G::Q8_K, neon::quantize_row_q8_k);
   // Model quantizers (runnel quantize): ref's k-quant searches on 4 groups at once.
-  auto model_quant = [&t](GgmlType type, QuantizeRowFn fn, QuantizeRowWeightedFn weighted) {
-    t.types[static_cast<uint32_t>(type)].quantize_row = fn;
-    t.types[static_cast<uint32_t>(type)].quantize_row_weighted = weighted;
-  };
-  model_quant(G::Q2_K, neon::quantize_row_q2_k, neon::quantize_row_q2_k_weighted);
-  t.types[static_cast<uint32_t>(G::Q3_K)].quantize_row_weighted = neon::quantize_row_q3_k_weighted;
-  model_quant(G::Q4_K, neon::quantize_row_q4_k, neon::quantize_row_q4_k_weighted);
-  model_quant(G::Q5_K, neon::quantize_row_q5_k, neon::quantize_row_q5_k_weighted);
-  model_quant(G::Q6_K, neon::quantize_row_q6_k, neon::quantize_row_q6_k_weighted);
+  RUNNEL_SET_GROUP_FIT_QUANTIZERS(t, neon);
   // Batched products: the activation packing (shared with the dotprod table) ...
   auto pack = [&t](GgmlType type, size_t (*bytes)(int64_t),
                    void (*fn)(int64_t, const void*, size_t, int, void*)) {

@@ -57,3 +57,20 @@ void quantize_q6_k(const float* src, void* dst, int64_t n, const float* importan
   void quantize_row_q4_k_weighted(const float* src, void* dst, int64_t n, const float* importance);  \
   void quantize_row_q5_k_weighted(const float* src, void* dst, int64_t n, const float* importance);  \
   void quantize_row_q6_k_weighted(const float* src, void* dst, int64_t n, const float* importance);
+
+// Puts those quantizers, declared in namespace ns, into the KernelTable t (the table
+// builders of kernels/x86 and kernels/arm; Q3_K's plain entry stays as it is).
+#define RUNNEL_SET_GROUP_FIT_QUANTIZERS(t, ns)                                             \
+  do {                                                                                    \
+    auto set = [&](::runnel::GgmlType type, ::runnel::QuantizeRowFn plain,                \
+                   ::runnel::QuantizeRowWeightedFn weighted) {                            \
+      ::runnel::TypeKernels& k = (t).types[static_cast<uint32_t>(type)];                  \
+      if (plain) k.quantize_row = plain;                                                  \
+      k.quantize_row_weighted = weighted;                                                 \
+    };                                                                                    \
+    set(::runnel::GgmlType::Q2_K, ns::quantize_row_q2_k, ns::quantize_row_q2_k_weighted); \
+    set(::runnel::GgmlType::Q3_K, nullptr, ns::quantize_row_q3_k_weighted);               \
+    set(::runnel::GgmlType::Q4_K, ns::quantize_row_q4_k, ns::quantize_row_q4_k_weighted); \
+    set(::runnel::GgmlType::Q5_K, ns::quantize_row_q5_k, ns::quantize_row_q5_k_weighted); \
+    set(::runnel::GgmlType::Q6_K, ns::quantize_row_q6_k, ns::quantize_row_q6_k_weighted); \
+  } while (0)

@@ -44,15 +44,7 @@ KernelTable build_avx2_table() {
   quant(G::Q8_1, avx2::quantize_row_q8_1);
   quant(G::Q8_K, avx2::quantize_row_q8_k);
   // Model quantizers (runnel quantize): ref's k-quant searches on 8 groups at once.
-  auto model_quant = [&t](GgmlType type, QuantizeRowFn fn, QuantizeRowWeightedFn weighted) {
-    t.types[static_cast<uint32_t>(type)].quantize_row = fn;
-    t.types[static_cast<uint32_t>(type)].quantize_row_weighted = weighted;
-  };
-  model_quant(G::Q2_K, avx2::quantize_row_q2_k, avx2::quantize_row_q2_k_weighted);
-  t.types[static_cast<uint32_t>(G::Q3_K)].quantize_row_weighted = avx2::quantize_row_q3_k_weighted;
-  model_quant(G::Q4_K, avx2::quantize_row_q4_k, avx2::quantize_row_q4_k_weighted);
-  model_quant(G::Q5_K, avx2::quantize_row_q5_k, avx2::quantize_row_q5_k_weighted);
-  model_quant(G::Q6_K, avx2::quantize_row_q6_k, avx2::quantize_row_q6_k_weighted);
+  RUNNEL_SET_GROUP_FIT_QUANTIZERS(t, avx2);
   // Batched prefill products: the activation formats pack, the weight types multiply.
   auto pack = [&t](GgmlType type, GemmPackBytesFn bytes, GemmPackFn fn) {
     t.types[static_cast<uint32_t>(type)].gemm_pack_bytes = bytes;
@@ -206,16 +198,8 @@ KernelTable build_avx512_table(const KernelTable& avx2_table) {
   x8(G::Q4_1, avx512::gemm_x8_q4_1);
   x8(G::Q5_0, avx512::gemm_x8_q5_0);
   x8(G::Q5_1, avx512::gemm_x8_q5_1);
-  // Model quantizers (runnel quantize): the k-quant searches on 16 groups at once.
-  auto model_quant = [&t](GgmlType type, QuantizeRowFn fn, QuantizeRowWeightedFn weighted) {
-    t.types[static_cast<uint32_t>(type)].quantize_row = fn;
-    t.types[static_cast<uint32_t>(type)].quantize_row_weighted = weighted;
-  };
-  model_quant(G::Q2_K, avx512::quantize_row_q2_k, avx512::quantize_row_q2_k_weighted);
-  t.types[static_cast<uint32_t>(G::Q3_K)].quantize_row_weighted = avx512::quantize_row_q3_k_weighted;
-  model_quant(G::Q4_K, avx512::quantize_row_q4_k, avx512::quantize_row_q4_k_weighted);
-  model_quant(G::Q5_K, avx512::quantize_row_q5_k, avx512::quantize_row_q5_k_weighted);
-  model_quant(G::Q6_K, avx512::quantize_row_q6_k, avx512::quantize_row_q6_k_weighted);
+  // Model quantizers (runnel quantize): ref's k-quant searches on 16 groups at once.
+  RUNNEL_SET_GROUP_FIT_QUANTIZERS(t, avx512);
   return t;
 }
 
