@@ -50,6 +50,15 @@ void gather_groups(const float* src, int g0, int count, int size, F* v) {
   }
 }
 
+// The levels of lanes [0, count) back into groups g0 .. g0 + count - 1 of L.
+template <typename Level>
+void scatter_levels(const I* lv, int g0, int count, int size, Level* L) {
+  for (int lane = 0; lane < count; ++lane) {
+    Level* out = L + static_cast<int64_t>(g0 + lane) * size;
+    for (int i = 0; i < size; ++i) out[i] = static_cast<Level>(lv[i][lane]);
+  }
+}
+
 // fit_affine (kernels/ref/k_quants_search.cpp) on the lanes' groups.
 void fit_affine_lanes(int size, int nmax, const F* x, const F* w,
                       float rmin, float rdelta, int nstep, bool use_mad, F* scale_out,
@@ -176,9 +185,8 @@ void fit_affine_groups(int count, int size, int nmax, const float* x, const floa
     for (int lane = 0; lane < lanes; ++lane) {
       scales[g0 + lane] = scale[lane];
       mins[g0 + lane] = min[lane];
-      uint8_t* out = L + static_cast<int64_t>(g0 + lane) * size;
-      for (int i = 0; i < size; ++i) out[i] = static_cast<uint8_t>(lv[i][lane]);
     }
+    scatter_levels(lv, g0, lanes, size, L);
   }
 }
 
@@ -198,11 +206,8 @@ void fit_symmetric_groups(int count, int size, int nmax, const float* x, const f
     }
     F scale;
     fit_symmetric_lanes(size, nmax, xv, qv, &scale, lv);
-    for (int lane = 0; lane < lanes; ++lane) {
-      scales[g0 + lane] = scale[lane];
-      int8_t* out = L + static_cast<int64_t>(g0 + lane) * size;
-      for (int i = 0; i < size; ++i) out[i] = static_cast<int8_t>(lv[i][lane]);
-    }
+    for (int lane = 0; lane < lanes; ++lane) scales[g0 + lane] = scale[lane];
+    scatter_levels(lv, g0, lanes, size, L);
   }
 }
 
