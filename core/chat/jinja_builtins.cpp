@@ -1,6 +1,7 @@
 #include "core/chat/jinja_builtins.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdint>
@@ -23,19 +24,29 @@ constexpr std::string_view kTests[] = {
   throw JinjaError("chat template: " + what + (line > 0 ? " at line " + std::to_string(line) : ""));
 }
 
+constexpr const char* kWhitespace = " \t\n\r\f\v";  // Python's str.split() / strip()
+
 bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
-std::string strip(const std::string& s, const Value* chars, bool left, bool right) {
-  const auto drop = [&](char c) {
-    return chars && chars->is_string() ? chars->as_string().find(c) != std::string::npos : is_ws(c);
-  };
+// Python's str.strip(chars): a table of the characters to drop (whitespace when `chars`
+// is not a string), so that a long `chars` costs one pass, not one pass per character.
+std::string strip(const std::string& s, const Value* chars, bool left, bool right, Budget& budget) {
+  std::array<bool, 256> drop{};
+  if (chars && chars->is_string()) {
+    for (const unsigned char c : chars->as_string()) drop[c] = true;
+    budget.charge_bytes(chars->as_string().size());
+  } else {
+    for (int c = 0; c < 256; ++c) drop[c] = is_ws(static_cast<char>(c));
+  }
+  const auto dropped = [&](char c) { return drop[static_cast<unsigned char>(c)]; };
   size_t b = 0, e = s.size();
   if (left) {
-    while (b < e && drop(s[b])) ++b;
+    while (b < e && dropped(s[b])) ++b;
   }
   if (right) {
-    while (e > b && drop(s[e - 1])) --e;
+    while (e > b && dropped(s[e - 1])) --e;
   }
+  budget.charge_bytes(b + (s.size() - e));  // the characters scanned and dropped
   return s.substr(b, e - b);
 }
 
@@ -352,7 +363,7 @@ Value apply_filter(const std::string& name, const Value& input, std::vector<Valu
   const auto need_string = [&]() -> std::string {
     return input.is_string() ? input.as_string() : input.to_output(&budget);
   };
-  if (name == "trim") return Value(strip(need_string(), arg(args, kwargs, 0, "chars"), true, true));
+  if (name == "trim") return Value(strip(need_string(), arg(args, kwargs, 0, "chars"), true, true, budget));
   if (name == "upper") return Value(map_chars(need_string(), ::toupper));
   if (name == "lower") return Value(map_chars(need_string(), ::tolower));
   if (name == "title") return Value(title_case(need_string()));
@@ -594,9 +605,9 @@ Value call_method(const Value& obj, const std::string& name, std::vector<Value>&
   if (obj.is_string()) {
     const std::string& s = obj.as_string();
     const Value* a0 = arg(args, kwargs, 0, "");
-    if (name == "strip") return Value(strip(s, a0, true, true));
-    if (name == "lstrip") return Value(strip(s, a0, true, false));
-    if (name == "rstrip") return Value(strip(s, a0, false, true));
+    if (name == "strip") return Value(strip(s, a0, true, true, budget));
+    if (name == "lstrip") return Value(strip(s, a0, true, false, budget));
+    if (name == "rstrip") return Value(strip(s, a0, false, true, budget));
     if (name == "upper") return Value(map_chars(s, ::toupper));
     if (name == "lower") return Value(map_chars(s, ::tolower));
     if (name == "title") return Value(title_case(s));
@@ -639,21 +650,15 @@ Value call_method(const Value& obj, const std::string& name, std::vector<Value>&
         int64_t left = max_splits;
         if (!a0 || a0->is_none()) {
           // Python: split on runs of whitespace, dropping empty parts.
-          size_t i = 0;
-          while (i < s.size()) {
-            while (i < s.size() && is_ws(s[i])) ++i;
-            if (i >= s.size()) break;
+          for (size_t i = s.find_first_not_of(kWhitespace); i != std::string::npos;) {
             if (left == 0) {
-              size_t end = s.size();
-              while (end > i && is_ws(s[end - 1])) --end;
-              part(i, end - i);
-              break;
+              part(i, s.find_last_not_of(kWhitespace) + 1 - i);
+              return;
             }
-            size_t j = i;
-            while (j < s.size() && !is_ws(s[j])) ++j;
+            const size_t j = std::min(s.find_first_of(kWhitespace, i), s.size());
             part(i, j - i);
             --left;
-            i = j;
+            i = s.find_first_not_of(kWhitespace, j);
           }
           return;
         }
@@ -669,7 +674,9 @@ Value call_method(const Value& obj, const std::string& name, std::vector<Value>&
           --left;
         }
       };
-      // Counted first, so that a string of a million separators fails before building.
+      // Counted first, so that a string of a million separators fails before building;
+      // each of the two passes scans the whole string.
+      budget.charge_bytes(2 * s.size());
       size_t n_parts = 0;
       each_part([&](size_t, size_t) { ++n_parts; });
       check_list_size(n_parts, "str.split()");

@@ -27,11 +27,21 @@ class JinjaError : public std::runtime_error {
 // (core/chat/README.md gives the figures).
 constexpr int64_t kMaxRangeLength = 100'000;      // items of one range()
 constexpr size_t kMaxListItems = 100'000;         // items of one list built by the template
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+// Fuzz builds (ASan + coverage) run byte loops ~20x slower: smaller bounds keep any one
+// render within libFuzzer's 1 s timeout.
+constexpr size_t kMaxStringBytes = 1u << 20;
+#else
 constexpr size_t kMaxStringBytes = 16u << 20;     // one string value, and the rendered text
+#endif
 constexpr int kMaxValueNesting = 256;             // lists/dicts inside each other (str, tojson, ==)
 constexpr int64_t kRenderBaseSteps = 200'000;    // Budget steps of any render...
 constexpr int64_t kRenderStepsPerInput = 32;      // ...plus these per unit of its globals' weight
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+constexpr size_t kBytesPerStep = 8;
+#else
 constexpr size_t kBytesPerStep = 128;             // bytes copied or scanned per Budget step
+#endif
 
 // The work one render may still do, in steps: an expression evaluated, a statement run
 // (a loop iteration: 10), a list item or kBytesPerStep bytes built, copied, compared or

@@ -145,6 +145,14 @@ TEST_CASE("jinja limits: a render has a step budget, so loops that multiply work
   CHECK(error_of("{% set l = range(100000) | list %}{% for i in range(100000) %}{% set t = l | max %}{% endfor %}") ==
         steps);
   CHECK(error_of("{{ range(100000) | unique | length }}") == steps);
+  // split() and strip(chars) scan the whole string: each scan is paid for, and a long
+  // `chars` is one pass, not one pass per character (found by the jinja fuzz target).
+  CHECK(error_of("{% set s = 'abcdefgh' * 600000 %}{% for i in range(100000) %}{{ s.split() | length }}{% endfor %}") ==
+        steps);
+  CHECK(error_of("{% set s = 'abcdefgh' * 600000 %}{% for i in range(100000) %}{{ s.lstrip(s) | length }}"
+                 "{% endfor %}") == steps);
+  CHECK(error_of("{% set s = 'b' * 4000000 %}{% set c = 'a' * 4000000 %}{% for i in range(100000) %}"
+                 "{{ s.rstrip(c) | length }}{% endfor %}") == steps);
   // Recursion that doubles: each call's loop counts.
   CHECK(error_of("{% macro f(n) %}{% for i in range(1000) %}{% endfor %}{% if n > 0 %}{{ f(n - 1) }}{{ f(n - 1) }}"
                  "{% endif %}{% endmacro %}{{ f(40) }}") == steps);
