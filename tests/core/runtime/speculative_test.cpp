@@ -120,7 +120,9 @@ TEST_CASE("speculation: greedy tokens and every step's logits are the same bits 
   CHECK(n_rejected > 0);
 }
 
-TEST_CASE("speculation: sampled output keeps the distribution of sampling without it", "[speculative]") {
+// [many-runs]: 8000 generations, 129 s under qemu; the neon stage leaves it out (it tests
+// the sampler's logic, not a kernel set, and runs on every other build).
+TEST_CASE("speculation: sampled output keeps the distribution of sampling without it", "[speculative][many-runs]") {
   const test::TinyModel m = test::build_tiny_model({});
   const auto e = engine_of(m, 4);
   // Token frequencies at each of the first generated positions, over many seeds.
