@@ -49,8 +49,8 @@
 # Every stage runs even after one fails (a later stage that needs an earlier one's
 # build says so); the summary names each stage's result and the exit status is
 # non-zero if any failed. A failed setup stops the run: nothing can run without it.
-# On 2 cores the full run takes about 50-55 minutes from clean build folders and a cold
-# ccache (about 30 with warm ones, half of it the llama.cpp parity stage).
+# On 2 cores the full run takes about 57 minutes from clean build folders and a cold
+# ccache (3409 s on 2026-11-26; scripts/BENCHMARKS.md has the stages), less with a warm one.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
