@@ -4,14 +4,6 @@
 #include <cstdio>
 
 namespace runnel::server {
-namespace {
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 Scheduler::Job::Job(Session& session, std::vector<TokenId> prompt, RequestOptions options)
     : session_(session), prompt_(std::move(prompt)), options_(std::move(options)) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -21,6 +22,12 @@
 #include "core/runtime/request.h"
 
 namespace runnel::server {
+
+// Monotonic nanoseconds: the server's deadlines, timings and access log.
+inline int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 class Scheduler {
  public:
