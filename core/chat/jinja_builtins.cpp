@@ -24,20 +24,22 @@ constexpr std::string_view kTests[] = {
   throw JinjaError("chat template: " + what + (line > 0 ? " at line " + std::to_string(line) : ""));
 }
 
-constexpr const char* kWhitespace = " \t\n\r\f\v";  // Python's str.split() / strip()
+constexpr std::string_view kWhitespace = " \t\n\r\f\v";  // Python's str.split() / strip()
 
-bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+// A byte table: true for the bytes of `set`.
+std::array<bool, 256> byte_set(std::string_view set) {
+  std::array<bool, 256> in{};
+  for (const unsigned char c : set) in[c] = true;
+  return in;
+}
 
 // Python's str.strip(chars): a table of the characters to drop (whitespace when `chars`
 // is not a string), so that a long `chars` costs one pass, not one pass per character.
 std::string strip(const std::string& s, const Value* chars, bool left, bool right, Budget& budget) {
-  std::array<bool, 256> drop{};
-  if (chars && chars->is_string()) {
-    for (const unsigned char c : chars->as_string()) drop[c] = true;
-    budget.charge_bytes(chars->as_string().size());
-  } else {
-    for (int c = 0; c < 256; ++c) drop[c] = is_ws(static_cast<char>(c));
-  }
+  static const std::array<bool, 256> kWhitespaceSet = byte_set(kWhitespace);
+  const bool given = chars && chars->is_string();
+  if (given) budget.charge_bytes(chars->as_string().size());
+  const std::array<bool, 256> drop = given ? byte_set(chars->as_string()) : kWhitespaceSet;
   const auto dropped = [&](char c) { return drop[static_cast<unsigned char>(c)]; };
   size_t b = 0, e = s.size();
   if (left) {
