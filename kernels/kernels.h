@@ -62,9 +62,11 @@ struct TypeKernels {
   // one group with up to kGemmCols activation rows in the vec_dot_type format (a_stride
   // apart): out[c * out_stride + r] = vec_dot(n, row r, a_c) for all 8 rows and c < nc,
   // within vec_dot's bounds. a_sums: for Q8_0 activations, the sums of every 32-quant
-  // block (n / 32 per row, rows one after the other; block_sums of the Q8_0 entry).
+  // block (n / 32 per row, rows one after the other; block_sums of the Q8_0 entry), read
+  // only where gemm_x8_reads_sums is set (a caller without them may pass null otherwise).
   RepackX8Fn repack_x8 = nullptr;
   GemmX8Fn gemm_x8 = nullptr;
+  bool gemm_x8_reads_sums = false;
   // Row r (< 8) of a group back in the type's own block layout (row bytes).
   UnpackX8RowFn unpack_x8_row = nullptr;
   // Bytes of one block column of an x8 group (the 8 rows' block b); 0: 8 * the type's

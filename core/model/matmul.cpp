@@ -221,7 +221,7 @@ void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJ
       // Repacked at load for this kernel family; another family cannot read it.
       if (!k.gemm_x8)
         throw std::logic_error("matmul: repacked weights but the selected kernels have no gemm_x8");
-      if (ak.block_sums) {
+      if (k.gemm_x8_reads_sums && ak.block_sums) {
         if (format_sums[f] == nullptr) {
           const size_t per_row = static_cast<size_t>(w.n_in / 32);
           assert(static_cast<size_t>(n_tokens) * per_row <= scratch.sums_slot_size());
@@ -317,7 +317,7 @@ bool matmul_routed(Parallel& par, std::span<const RoutedJob> jobs, MatmulScratch
     const TypeKernels& k = table.of(r.w.type);
     // repacked weights: gemm_x8 over the job's rows, without the per-block sums some
     // layouts need (those jobs take the caller's other path)
-    if (r.w.x8 && (!k.gemm_x8 || table.of(k.vec_dot_type).block_sums)) return false;
+    if (r.w.x8 && (!k.gemm_x8 || k.gemm_x8_reads_sums)) return false;
     const GgmlType fmt = k.vec_dot_type;
     PreparedJob& p = prepared[j];
     plain[j] = MatmulJob{r.w, r.out, r.bias};

@@ -30,7 +30,7 @@ float vec_dot_q6_k(int64_t n, const void* w, const void* a);     // a: Q8_K
 void quantize_row_q8_k(const float* src, void* dst, int64_t n);  // bit-exact with ref
 
 // ---- 4-bit lookup formats (simd128_lut4.cpp): codes looked up by i8x16.swizzle; integer
-// sums per (sub-)block exact, the float order differs from ref.
+// sums per block exact, the float order differs from ref (it is the x8 products').
 float vec_dot_mxfp4(int64_t n, const void* w, const void* a);   // a: Q8_0
 float vec_dot_iq4_nl(int64_t n, const void* w, const void* a);  // a: Q8_0
 float vec_dot_iq4_xs(int64_t n, const void* w, const void* a);  // a: Q8_K
@@ -83,6 +83,9 @@ void repack_x8_q5_1(int64_t n, const void* rows, size_t row_stride, void* group)
 void repack_x8_q8_0(int64_t n, const void* rows, size_t row_stride, void* group);
 void repack_x8_q4_k(int64_t n, const void* rows, size_t row_stride, void* group);
 void repack_x8_q6_k(int64_t n, const void* rows, size_t row_stride, void* group);
+void repack_x8_mxfp4(int64_t n, const void* rows, size_t row_stride, void* group);
+void repack_x8_iq4_nl(int64_t n, const void* rows, size_t row_stride, void* group);
+void repack_x8_iq4_xs(int64_t n, const void* rows, size_t row_stride, void* group);
 void unpack_x8_row_q4_0(int64_t n, const void* group, int r, void* row);
 void unpack_x8_row_q4_1(int64_t n, const void* group, int r, void* row);
 void unpack_x8_row_q5_0(int64_t n, const void* group, int r, void* row);
@@ -90,6 +93,9 @@ void unpack_x8_row_q5_1(int64_t n, const void* group, int r, void* row);
 void unpack_x8_row_q8_0(int64_t n, const void* group, int r, void* row);
 void unpack_x8_row_q4_k(int64_t n, const void* group, int r, void* row);
 void unpack_x8_row_q6_k(int64_t n, const void* group, int r, void* row);
+void unpack_x8_row_mxfp4(int64_t n, const void* group, int r, void* row);
+void unpack_x8_row_iq4_nl(int64_t n, const void* group, int r, void* row);
+void unpack_x8_row_iq4_xs(int64_t n, const void* group, int r, void* row);
 // The relaxed-SIMD layouts (relaxed/relaxed_layout.h; products in simd128_relaxed.cpp).
 void repack_x8_q4_0_relaxed(int64_t n, const void* rows, size_t row_stride, void* group);
 void repack_x8_q4_1_relaxed(int64_t n, const void* rows, size_t row_stride, void* group);
@@ -99,9 +105,10 @@ void repack_x8_q4_k_relaxed(int64_t n, const void* rows, size_t row_stride, void
 void repack_x8_q6_k_relaxed(int64_t n, const void* rows, size_t row_stride, void* group);
 void unpack_x8_row_q4_k_relaxed(int64_t n, const void* group, int r, void* row);
 void unpack_x8_row_q6_k_relaxed(int64_t n, const void* group, int r, void* row);
-// a: nc activation rows a_stride apart (Q8_0 for Q4_0 / Q5_0 / Q8_0, Q8_1 for Q4_1 / Q5_1,
-// Q8_K for Q4_K / Q6_K); a_sums (Q4_0, Q5_0 only): ref::block_sums_q8_0 of those rows, n / 32
-// per row.
+// a: nc activation rows a_stride apart (Q8_0 for Q4_0 / Q5_0 / Q8_0 / MXFP4 / IQ4_NL, Q8_1
+// for Q4_1 / Q5_1, Q8_K for Q4_K / Q6_K / IQ4_XS); a_sums (Q4_0, Q5_0 only; the others
+// ignore it, so MoE's routed experts may pass none): ref::block_sums_q8_0 of those rows,
+// n / 32 per row.
 void gemm_x8_q4_0(int64_t n, const void* group, const void* a, size_t a_stride,
                   const int32_t* a_sums, int nc, float* out, size_t out_stride);
 void gemm_x8_q4_1(int64_t n, const void* group, const void* a, size_t a_stride,
@@ -116,5 +123,11 @@ void gemm_x8_q4_k(int64_t n, const void* group, const void* a, size_t a_stride,
                   const int32_t* a_sums, int nc, float* out, size_t out_stride);
 void gemm_x8_q6_k(int64_t n, const void* group, const void* a, size_t a_stride,
                   const int32_t* a_sums, int nc, float* out, size_t out_stride);
+void gemm_x8_mxfp4(int64_t n, const void* group, const void* a, size_t a_stride,
+                   const int32_t* a_sums, int nc, float* out, size_t out_stride);
+void gemm_x8_iq4_nl(int64_t n, const void* group, const void* a, size_t a_stride,
+                    const int32_t* a_sums, int nc, float* out, size_t out_stride);
+void gemm_x8_iq4_xs(int64_t n, const void* group, const void* a, size_t a_stride,
+                    const int32_t* a_sums, int nc, float* out, size_t out_stride);
 
 }  // namespace runnel::simd128

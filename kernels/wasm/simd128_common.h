@@ -77,6 +77,14 @@ inline void expand_bits_32(uint32_t bits, v128_t* lo, v128_t* hi) {
   *hi = wasm_i8x16_eq(wasm_v128_and(bytes_hi, select), select);
 }
 
+// The 32 signed weights of a 4-bit lookup block's 16 code bytes (MXFP4, IQ4_NL, IQ4_XS;
+// low nibbles: elements 0..15 in *lo, high: 16..31 in *hi) from the 16-byte value table.
+inline void decode_lut4(v128_t table, const uint8_t* qs, v128_t* lo, v128_t* hi) {
+  const v128_t packed = load(qs);
+  *lo = wasm_i8x16_swizzle(table, wasm_v128_and(packed, wasm_i8x16_splat(0x0F)));
+  *hi = wasm_i8x16_swizzle(table, wasm_u8x16_shr(packed, 4));
+}
+
 // Eight bf16 (the top halves of floats) -> two float vectors.
 inline void bf16x8_to_f32(v128_t h, v128_t* lo, v128_t* hi) {
   const v128_t zero = wasm_i32x4_splat(0);

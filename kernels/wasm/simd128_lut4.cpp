@@ -2,13 +2,16 @@
 // block's 16 code bytes give two index vectors (low nibbles: elements 0..15, high:
 // 16..31) and one i8x16.swizzle each turns them into the signed weights from the 16-byte
 // value table (ref/lut4_values.h). Products go to int16 lanes with i16x8.extmul, two per
-// lane (2 * 127 * 127 <= 32767, exact; MXFP4's |w| <= 12 allows four), and are widened to
+// lane (2 * 127 * 128 <= 32767, exact; MXFP4's |w| <= 12 allows four), and are widened to
 // int32 once per half block (IQ4_XS: by i32x4.dot_i16x8 against the sub-block's integer
-// scale). The 32-element types take four blocks a step, like simd128_legacy.cpp: their
-// integer sums transposed into one vector, scaled by the four d_w * d_a together, one
-// float lane per block position (4 chains), summed at the end. IQ4_XS sums four
-// sub-blocks in integers (|lane| <= 4 * 2 * 2 * 127 * 127 * 32 < 2^24: exact in float)
-// before its d_w * d_a. ref adds one float per (sub-)block: |dot - ref| <= 1e-5 S.
+// scale), giving each block's exact integer sum I_b (IQ4_XS: sum_s scale_s dot_s, |I_b| <=
+// 8 * 32 * 32 * 127 * 128 < 2^31). The float steps are the x8 products' (simd128_x8.cpp):
+// sum += float(I_b) * (d_w * d_a), one block at a time in block order, so a row read in
+// the file's layout (a streamed layer) gives the resident, repacked row's bits. The
+// 32-element types take four blocks a step: their integer sums transposed into one
+// vector and scaled by the four d_w * d_a together (IQ4_NL's f16 fields widened with the
+// activations'), then added one by one. ref adds one float per block as well: |dot - ref|
+// <= 1e-5 S.
 #include "kernels/ref/blocks.h"
 #include "kernels/ref/lut4_values.h"
 #include "kernels/wasm/simd128.h"
@@ -16,13 +19,6 @@
 
 namespace runnel::simd128 {
 namespace {
-
-// The 32 weights of 16 code bytes from `table`: elements 0..15 in *lo, 16..31 in *hi.
-inline void decode32(v128_t table, const uint8_t* qs, v128_t* lo, v128_t* hi) {
-  const v128_t packed = load(qs);
-  *lo = wasm_i8x16_swizzle(table, wasm_v128_and(packed, wasm_i8x16_splat(0x0F)));
-  *hi = wasm_i8x16_swizzle(table, wasm_u8x16_shr(packed, 4));
-}
 
 // Eight int16 lanes of w . a over 16 elements, two products each (|w| <= 127).
 inline v128_t mul16(v128_t w, const int8_t* a) {
@@ -54,13 +50,13 @@ inline float scale1(const ref::BlockMxfp4& x) {
 // Block b's integer dot in four int32 lanes.
 inline v128_t block_lanes(v128_t table, const ref::BlockIq4Nl& x, const ref::BlockQ8_0& y) {
   v128_t lo, hi;
-  decode32(table, x.qs, &lo, &hi);
+  decode_lut4(table, x.qs, &lo, &hi);
   return wasm_i32x4_add(widen(mul16(lo, y.qs)), widen(mul16(hi, y.qs + 16)));
 }
-// |w| <= 12: four products per int16 lane (4 * 12 * 127 <= 32767), one widening.
+// |w| <= 12: four products per int16 lane (4 * 12 * 128 <= 32767), one widening.
 inline v128_t block_lanes(v128_t table, const ref::BlockMxfp4& x, const ref::BlockQ8_0& y) {
   v128_t lo, hi;
-  decode32(table, x.qs, &lo, &hi);
+  decode_lut4(table, x.qs, &lo, &hi);
   return widen(mul_32_to_i16(lo, hi, y.qs));
 }
 
@@ -70,16 +66,17 @@ float dot_lut4_blocks(int64_t n, const void* w, const void* a, const int8_t* val
   const auto* y = static_cast<const ref::BlockQ8_0*>(a);
   const v128_t table = load(values);
   const int64_t nb = n / kQK;
-  v128_t acc = wasm_f32x4_splat(0.0f);
+  float sum = 0.0f;
   int64_t b = 0;
   for (; b + 4 <= nb; b += 4) {
     const v128_t sums = transpose_sum(
         block_lanes(table, x[b], y[b]), block_lanes(table, x[b + 1], y[b + 1]),
         block_lanes(table, x[b + 2], y[b + 2]), block_lanes(table, x[b + 3], y[b + 3]));
-    acc =
-        wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sums), scales4(x + b, y + b)));
+    alignas(16) float terms[4];
+    wasm_v128_store(terms,
+                    wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sums), scales4(x + b, y + b)));
+    for (int k = 0; k < 4; ++k) sum += terms[k];
   }
-  float sum = hsum_f32(acc);
   for (; b < nb; ++b) {
     const float d = scale1(x[b]) * f16(y[b].d);
     sum += static_cast<float>(hsum_i32(block_lanes(table, x[b], y[b]))) * d;
@@ -101,23 +98,21 @@ float vec_dot_iq4_xs(int64_t n, const void* w, const void* a) {
   const auto* x = static_cast<const ref::BlockIq4Xs*>(w);
   const auto* y = static_cast<const ref::BlockQ8_K*>(a);
   const v128_t table = load(ref::kIq4NlValues);
-  v128_t acc = wasm_f32x4_splat(0.0f);
+  float sum = 0.0f;
   for (int64_t b = 0; b < n / kQK_K; ++b) {
-    const v128_t d = wasm_f32x4_splat(f16(x[b].d) * y[b].d);
-    for (int half = 0; half < 2; ++half) {
-      v128_t isum = wasm_i32x4_splat(0);
-      for (int s = 4 * half; s < 4 * half + 4; ++s) {
-        v128_t lo, hi;
-        decode32(table, x[b].qs + 16 * s, &lo, &hi);
-        const int scale = ref::iq4_xs_scale(x[b], s);
-        const int8_t* ya = y[b].qs + 32 * s;
-        isum = wasm_i32x4_add(isum, wasm_i32x4_add(widen_scaled(mul16(lo, ya), scale),
-                                                   widen_scaled(mul16(hi, ya + 16), scale)));
-      }
-      acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), d));
+    // |lane| <= 16 * 2 * 2 * 127 * 128 * 32 over the 8 sub-blocks: exact
+    v128_t isum = wasm_i32x4_splat(0);
+    for (int s = 0; s < 8; ++s) {
+      v128_t lo, hi;
+      decode_lut4(table, x[b].qs + 16 * s, &lo, &hi);
+      const int scale = ref::iq4_xs_scale(x[b], s);
+      const int8_t* ya = y[b].qs + 32 * s;
+      isum = wasm_i32x4_add(isum, wasm_i32x4_add(widen_scaled(mul16(lo, ya), scale),
+                                                 widen_scaled(mul16(hi, ya + 16), scale)));
     }
+    sum += static_cast<float>(hsum_i32(isum)) * (f16(x[b].d) * y[b].d);
   }
-  return hsum_f32(acc);
+  return sum;
 }
 
 }  // namespace runnel::simd128

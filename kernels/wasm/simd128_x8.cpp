@@ -2,7 +2,8 @@
 // simd128_x8_layout.h): one group of 8 weight rows against nc activation rows, for decode
 // (nc = 1) and prefill alike.
 //
-// Per block and per half group (4 rows): each row's quants are widened to int16 and
+// Per block and per half group (4 rows): each row's quants (MXFP4 / IQ4_NL / IQ4_XS: the
+// weights looked up from its codes by i8x16.swizzle) are widened to int16 and
 // dotted with the activation's int16 quants (i32x4.dot_i16x8: exact; the largest lane
 // sums are stated per type), the 4 rows' int32 vectors are transposed into one vector
 // (lane r = row r), and that vector is scaled with the 4 rows' scales (stored as floats:
@@ -13,6 +14,7 @@
 #include <type_traits>
 
 #include "kernels/ref/blocks.h"
+#include "kernels/ref/lut4_values.h"
 #include "kernels/wasm/simd128.h"
 #include "kernels/wasm/simd128_common.h"
 #include "kernels/wasm/simd128_x8_layout.h"
@@ -65,15 +67,26 @@ inline v128_t dot_q5(const uint8_t* qs, v128_t q3, int i, const Act32& a) {
                      wasm_i32x4_dot_i16x8(wasm_v128_or(q3_low, q3_high), a.v[3])));
 }
 
-// sum q[e] a[e] over 32 int8 quants: |lane| <= 8 * 128 * 128.
-inline v128_t dot_i8_32(const int8_t* q, const Act32& a) {
-  const v128_t lo = load(q);
-  const v128_t hi = load(q + 16);
+// sum q[e] a[e] over 32 int8 quants (elements 0..15 in lo, 16..31 in hi): |lane| <= 8 *
+// 128 * 128.
+inline v128_t dot_i8x32(v128_t lo, v128_t hi, const Act32& a) {
   return wasm_i32x4_add(
       wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(lo), a.v[0]),
                      wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(lo), a.v[1])),
       wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(hi), a.v[2]),
                      wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(hi), a.v[3])));
+}
+
+inline v128_t dot_i8_32(const int8_t* q, const Act32& a) {
+  return dot_i8x32(load(q), load(q + 16), a);
+}
+
+// sum w[e] a[e] over a 4-bit lookup block's 32 weights (16 code bytes through `table`, the
+// value table: |w| <= 127): |lane| <= 8 * 127 * 128.
+inline v128_t dot_lut4(v128_t table, const uint8_t* qs, const Act32& a) {
+  v128_t lo, hi;
+  decode_lut4(table, qs, &lo, &hi);
+  return dot_i8x32(lo, hi, a);
 }
 
 // Activation scales are widened kChunk blocks at a time (widen_fields, simd128_vec.h) into
@@ -187,6 +200,34 @@ void gemm_q8_0_rows(int64_t nb, const BlockQ8_0x8* g, const ref::BlockQ8_0* y,
   store_8(out, acc[0], acc[1]);
 }
 
+// MXFP4 and IQ4_NL (Group BlockMxfp4x8 / BlockIq4Nlx8): Q8_0's product with the weights
+// looked up from the codes; d[r] is 2^(e - 128) for MXFP4. Exact integer block sums
+// (|total| <= 32 * 127 * 128), so vec_dot's float steps give the same bits.
+template <typename Group>
+void gemm_lut4_rows(int64_t nb, const Group* g, const ref::BlockQ8_0* y, const int32_t* /*sums*/,
+                    float* out) {
+  const v128_t table =
+      load(std::is_same_v<Group, BlockMxfp4x8> ? ref::kMxfp4Values : ref::kIq4NlValues);
+  v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
+  alignas(16) float da[kChunk];
+  for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
+    const int count = static_cast<int>(nb - b0 < kChunk ? nb - b0 : kChunk);
+    widen_fields(y + b0, count, &ref::BlockQ8_0::d, da);
+    for (int i = 0; i < count; ++i) {
+      const int64_t b = b0 + i;
+      const Act32 a(y[b].qs);
+      const v128_t d_a = wasm_f32x4_splat(da[i]);
+      for (int h = 0; h < 2; ++h) {
+        const v128_t isum = transpose_sum(
+            dot_lut4(table, g[b].qs[4 * h], a), dot_lut4(table, g[b].qs[4 * h + 1], a),
+            dot_lut4(table, g[b].qs[4 * h + 2], a), dot_lut4(table, g[b].qs[4 * h + 3], a));
+        acc[h] = add_scaled(acc[h], isum, g[b].d + 4 * h, d_a);
+      }
+    }
+  }
+  store_8(out, acc[0], acc[1]);
+}
+
 // ---------------------------------------------------------------- k-quants
 
 // Q4_K: row r's block = d sum_s sc_s (q_s . a_s) - dmin sum_s m_s sum(a_s), times d_a.
@@ -259,6 +300,37 @@ void gemm_q6_k_rows(int64_t nb, const BlockQ6_Kx8* g, const ref::BlockQ8_K* y,
   store_8(out, acc[0], acc[1]);
 }
 
+// IQ4_XS: row r's block = d sum_s sc_s (w_s . a_s) over 8 sub-blocks of 32 (|w| <= 127,
+// sc in [-32, 31]). Per sub-block the 4 rows of each half are transposed into one vector
+// (lane r = row r's w_s . a_s, |.| <= 32 * 127 * 128) and multiplied by their 4 scales, one
+// 8-byte load for all 8 rows; the activation is widened once for both halves.
+// |total| <= 8 * 32 * 32 * 127 * 128 < 2^31.
+void gemm_iq4_xs_rows(int64_t nb, const BlockIq4Xsx8* g, const ref::BlockQ8_K* y,
+                      const int32_t* /*sums*/, float* out) {
+  const v128_t table = load(ref::kIq4NlValues);
+  v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockIq4Xsx8& blk = g[b];
+    const v128_t da = wasm_f32x4_splat(y[b].d);
+    v128_t isum[2] = {wasm_i32x4_splat(0), wasm_i32x4_splat(0)};
+    for (int s = 0; s < 8; ++s) {
+      const Act32 a(y[b].qs + 32 * s);
+      const v128_t sc = wasm_i16x8_extend_low_i8x16(wasm_v128_load64_zero(blk.sc[s]));
+      for (int h = 0; h < 2; ++h) {
+        const uint8_t(&qs)[kRows][16] = blk.qs[s];
+        const v128_t dots =
+            transpose_sum(dot_lut4(table, qs[4 * h], a), dot_lut4(table, qs[4 * h + 1], a),
+                          dot_lut4(table, qs[4 * h + 2], a), dot_lut4(table, qs[4 * h + 3], a));
+        const v128_t sc4 =
+            h == 0 ? wasm_i32x4_extend_low_i16x8(sc) : wasm_i32x4_extend_high_i16x8(sc);
+        isum[h] = wasm_i32x4_add(isum[h], wasm_i32x4_mul(dots, sc4));
+      }
+    }
+    for (int h = 0; h < 2; ++h) acc[h] = add_scaled(acc[h], isum[h], blk.d + 4 * h, da);
+  }
+  store_8(out, acc[0], acc[1]);
+}
+
 // Each activation row runs over the whole group (nc passes): a group is a few KiB to a
 // few tens of KiB, so the later passes read it from L1 / L2. a_sums: n / 32 per row.
 template <typename Group, typename Act, int kBlock,
@@ -315,6 +387,25 @@ void gemm_x8_q6_k(int64_t n, const void* group, const void* a, size_t a_stride,
                   const int32_t* a_sums, int nc, float* out, size_t out_stride) {
   over_tokens<BlockQ6_Kx8, ref::BlockQ8_K, kQK_K, gemm_q6_k_rows>(n, group, a, a_stride, a_sums, nc,
                                                                   out, out_stride);
+}
+
+// MXFP4, IQ4_NL and IQ4_XS read no a_sums (the routed MoE experts have none to give).
+void gemm_x8_mxfp4(int64_t n, const void* group, const void* a, size_t a_stride,
+                   const int32_t* /*a_sums*/, int nc, float* out, size_t out_stride) {
+  over_tokens<BlockMxfp4x8, ref::BlockQ8_0, kQK, gemm_lut4_rows<BlockMxfp4x8>>(
+      n, group, a, a_stride, nullptr, nc, out, out_stride);
+}
+
+void gemm_x8_iq4_nl(int64_t n, const void* group, const void* a, size_t a_stride,
+                    const int32_t* /*a_sums*/, int nc, float* out, size_t out_stride) {
+  over_tokens<BlockIq4Nlx8, ref::BlockQ8_0, kQK, gemm_lut4_rows<BlockIq4Nlx8>>(
+      n, group, a, a_stride, nullptr, nc, out, out_stride);
+}
+
+void gemm_x8_iq4_xs(int64_t n, const void* group, const void* a, size_t a_stride,
+                    const int32_t* /*a_sums*/, int nc, float* out, size_t out_stride) {
+  over_tokens<BlockIq4Xsx8, ref::BlockQ8_K, kQK_K, gemm_iq4_xs_rows>(n, group, a, a_stride,
+                                                                     nullptr, nc, out, out_stride);
 }
 
 }  // namespace runnel::simd128

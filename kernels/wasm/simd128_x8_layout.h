@@ -3,7 +3,7 @@
 // group holds block b of all 8 rows, so the kernels read one stream instead of eight.
 // The rows' f16 scales are stored as floats, 4 rows to a 16-byte load: SIMD128 has no
 // f16 conversion, and widening the scales in the kernel cost a fifth of its instructions
-// (the groups are 5-20% larger than the rows they hold, Q6_K 31%: x8_block_bytes).
+// (the groups are 3-20% larger than the rows they hold, Q6_K 31%: x8_block_bytes).
 //
 // SIMD128 has no 8-bit multiply-add into 32 bits, only i32x4.dot_i16x8 (8 int16 products
 // summed in pairs). So the quants are stored the way the kernels widen them to int16:
@@ -15,6 +15,9 @@
 //    fifth bit in bit 15, its nibble in a lane shared by 4 rows).
 //  - Q6_K's 6-bit quants as plain int8 (q - 32): this group is 31% larger than the rows
 //    it holds, and its dot costs what Q8_0's does.
+//  - MXFP4 / IQ4_NL / IQ4_XS codes in the file's nibble order (low nibbles: elements
+//    0..15, high: 16..31): i8x16.swizzle turns each half into 16 signed weights that line
+//    up with one 16-byte activation load, so the kernel widens them as it does Q8_0's.
 // Plain structs (no intrinsics): simd128_x8_repack.cpp writes and reads them; the floats
 // hold the f16 values exactly and go back to the same bits.
 #pragma once
@@ -95,5 +98,31 @@ struct BlockQ6_Kx8 {
   int8_t q[2][8][4][32];
 };
 static_assert(sizeof(BlockQ6_Kx8) == 32 + 8 * 16 + 8 * 256);
+
+// MXFP4: d[r] = row r's 2^(e - 128) (ref::e8m0_to_fp32_half; every exponent byte gives a
+// distinct float, so unpacking gets it back), qs[r] its 16 code bytes as in the file.
+struct BlockMxfp4x8 {
+  float d[kRows];
+  uint8_t qs[kRows][16];
+};
+static_assert(sizeof(BlockMxfp4x8) == 8 * 17 + 24);
+
+// IQ4_NL: d[r] and row r's 16 code bytes as in the file.
+struct BlockIq4Nlx8 {
+  float d[kRows];
+  uint8_t qs[kRows][16];
+};
+static_assert(sizeof(BlockIq4Nlx8) == 8 * 18 + 16);
+
+// IQ4_XS: sc[s][r] = row r's sub-block scale ls - 32 of sub-block s (the 8 rows' scales of
+// a sub-block are one 8-byte load), qs[s][r] row r's sub-block s: 16 code bytes as in the
+// file, in the order the kernel reads them (sub-block by sub-block, all 8 rows), so a block
+// streams in as one forward run.
+struct BlockIq4Xsx8 {
+  float d[kRows];
+  int8_t sc[8][kRows];
+  uint8_t qs[8][kRows][16];
+};
+static_assert(sizeof(BlockIq4Xsx8) == 8 * 136 + 32);
 
 }  // namespace runnel::simd128::x8

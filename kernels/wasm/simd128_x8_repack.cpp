@@ -7,6 +7,7 @@
 #include "kernels/fp16.h"
 #include "kernels/ref/blocks.h"
 #include "kernels/ref/k_quants_common.h"
+#include "kernels/ref/lut4_values.h"
 #include "kernels/wasm/relaxed/relaxed_layout.h"
 #include "kernels/wasm/simd128.h"
 #include "kernels/wasm/simd128_x8_layout.h"
@@ -27,6 +28,17 @@ uint16_t half_of(float f) {
   if ((x & 0x7fffffffu) > 0x7f800000u)
     return static_cast<uint16_t>(((x >> 16) & 0x8000u) | 0x7c00u | ((x >> 13) & 0x3ffu));
   return fp32_to_fp16(f);
+}
+
+// MXFP4's exponent byte <-> the float 2^(e - 128) the layout holds: e = 0 and 1 are the
+// subnormals 2^-128 and 2^-127 (bits 0x00200000 << e), the rest the normal (e - 1) << 23.
+float mxfp4_scale_of(uint8_t e) {
+  return ref::e8m0_to_fp32_half(e);
+}
+uint8_t exponent_of(float f) {
+  const uint32_t x = f32_bits(f);
+  if (x < 0x00800000u) return x == 0x00200000u ? 0 : 1;
+  return static_cast<uint8_t>((x >> 23) + 1);
 }
 
 template <typename Block>
@@ -273,6 +285,42 @@ void repack_x8_q6_k(int64_t n, const void* rows, size_t row_stride, void* group)
   }
 }
 
+void repack_x8_mxfp4(int64_t n, const void* rows, size_t row_stride, void* group) {
+  auto* g = static_cast<BlockMxfp4x8*>(group);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    for (int r = 0; r < kRows; ++r) {
+      const auto& blk = row_block<ref::BlockMxfp4>(rows, row_stride, r, b);
+      g[b].d[r] = mxfp4_scale_of(blk.e);
+      std::memcpy(g[b].qs[r], blk.qs, sizeof blk.qs);
+    }
+  }
+}
+
+void repack_x8_iq4_nl(int64_t n, const void* rows, size_t row_stride, void* group) {
+  auto* g = static_cast<BlockIq4Nlx8*>(group);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    for (int r = 0; r < kRows; ++r) {
+      const auto& blk = row_block<ref::BlockIq4Nl>(rows, row_stride, r, b);
+      g[b].d[r] = scale_of(blk.d);
+      std::memcpy(g[b].qs[r], blk.qs, sizeof blk.qs);
+    }
+  }
+}
+
+void repack_x8_iq4_xs(int64_t n, const void* rows, size_t row_stride, void* group) {
+  auto* g = static_cast<BlockIq4Xsx8*>(group);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    for (int r = 0; r < kRows; ++r) {
+      const auto& blk = row_block<ref::BlockIq4Xs>(rows, row_stride, r, b);
+      g[b].d[r] = scale_of(blk.d);
+      for (int s = 0; s < 8; ++s) {
+        g[b].sc[s][r] = static_cast<int8_t>(ref::iq4_xs_scale(blk, s));
+        std::memcpy(g[b].qs[s][r], blk.qs + 16 * s, 16);
+      }
+    }
+  }
+}
+
 void unpack_x8_row_q4_0(int64_t n, const void* group, int r, void* row) {
   const auto* g = static_cast<const BlockQ4_0x8*>(group);
   auto* out = static_cast<ref::BlockQ4_0*>(row);
@@ -344,6 +392,44 @@ void unpack_x8_row_q6_k(int64_t n, const void* group, int r, void* row) {
     int8_t q[kQK_K];
     q6_k_row_quants<-32>(g[b].q, r, q);
     q6_k_pack(q, out[b]);
+  }
+}
+
+void unpack_x8_row_mxfp4(int64_t n, const void* group, int r, void* row) {
+  const auto* g = static_cast<const BlockMxfp4x8*>(group);
+  auto* out = static_cast<ref::BlockMxfp4*>(row);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    out[b].e = exponent_of(g[b].d[r]);
+    std::memcpy(out[b].qs, g[b].qs[r], sizeof out[b].qs);
+  }
+}
+
+void unpack_x8_row_iq4_nl(int64_t n, const void* group, int r, void* row) {
+  const auto* g = static_cast<const BlockIq4Nlx8*>(group);
+  auto* out = static_cast<ref::BlockIq4Nl*>(row);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    out[b].d = half_of(g[b].d[r]);
+    std::memcpy(out[b].qs, g[b].qs[r], sizeof out[b].qs);
+  }
+}
+
+// The 6-bit fields ls = scale + 32 go back into scales_l (low 4 bits, two sub-blocks a
+// byte) and scales_h (high 2 bits, 2 per sub-block).
+void unpack_x8_row_iq4_xs(int64_t n, const void* group, int r, void* row) {
+  const auto* g = static_cast<const BlockIq4Xsx8*>(group);
+  auto* out = static_cast<ref::BlockIq4Xs*>(row);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    out[b].d = half_of(g[b].d[r]);
+    uint16_t scales_h = 0;
+    std::memset(out[b].scales_l, 0, sizeof out[b].scales_l);
+    for (int s = 0; s < 8; ++s) {
+      const int ls = g[b].sc[s][r] + 32;
+      uint8_t& low = out[b].scales_l[s / 2];
+      low = static_cast<uint8_t>(low | (ls & 0x0F) << (4 * (s % 2)));
+      scales_h = static_cast<uint16_t>(scales_h | (ls >> 4) << (2 * s));
+      std::memcpy(out[b].qs + 16 * s, g[b].qs[s][r], 16);
+    }
+    out[b].scales_h = scales_h;
   }
 }
 

@@ -58,6 +58,16 @@ KernelTable build_simd128_table() {
      sizeof(simd128::x8::BlockQ4_Kx8));
   x8(G::Q6_K, simd128::repack_x8_q6_k, simd128::gemm_x8_q6_k, simd128::unpack_x8_row_q6_k,
      sizeof(simd128::x8::BlockQ6_Kx8));
+  x8(G::MXFP4, simd128::repack_x8_mxfp4, simd128::gemm_x8_mxfp4, simd128::unpack_x8_row_mxfp4,
+     sizeof(simd128::x8::BlockMxfp4x8));
+  x8(G::IQ4_NL, simd128::repack_x8_iq4_nl, simd128::gemm_x8_iq4_nl, simd128::unpack_x8_row_iq4_nl,
+     sizeof(simd128::x8::BlockIq4Nlx8));
+  x8(G::IQ4_XS, simd128::repack_x8_iq4_xs, simd128::gemm_x8_iq4_xs, simd128::unpack_x8_row_iq4_xs,
+     sizeof(simd128::x8::BlockIq4Xsx8));
+  // Q4_0 and Q5_0 take their -8 (-16) offsets through the activation's block sums (the
+  // relaxed Q4_0 product too, which inherits the flag); the other x8 products read none.
+  t.types[static_cast<uint32_t>(G::Q4_0)].gemm_x8_reads_sums = true;
+  t.types[static_cast<uint32_t>(G::Q5_0)].gemm_x8_reads_sums = true;
   t.types[static_cast<uint32_t>(G::Q8_0)].block_sums = ref::block_sums_q8_0;
   return t;
 }

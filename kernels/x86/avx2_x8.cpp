@@ -30,6 +30,22 @@ struct MaddubsDot {
   static __m256i dot4(__m256i acc, __m256i u, __m256i s) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
   }
+  // IQ4_XS: the 8 rows' sub-block scales (8 int8) as the int16 pair (s, s) in lane r, so
+  // that the madd widening each step's pair sums also applies the scale.
+  static __m256i lane_scales(__m128i sc8) {
+    const __m256i s = _mm256_cvtepi8_epi32(sc8);
+    return _mm256_or_si256(_mm256_and_si256(s, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(s, 16));
+  }
+  // x8_gemm_impl.h's sum8_signed times the lanes' scales: pair sums <= 2 * 127 * 127 (never
+  // saturated), times |s| <= 32 per madd.
+  static __m256i sum8_signed_scaled(const __m256i* wabs, const __m256i* w, const int8_t* a, __m256i scale) {
+    __m256i lanes = _mm256_setzero_si256();
+    for (int k = 0; k < 8; ++k) {
+      const __m256i pairs = _mm256_maddubs_epi16(wabs[k], _mm256_sign_epi8(x8::bcast4(a + 4 * k), w[k]));
+      lanes = _mm256_add_epi32(lanes, _mm256_madd_epi16(pairs, scale));
+    }
+    return lanes;
+  }
 };
 
 }  // namespace

@@ -27,6 +27,17 @@ struct VnniDot {
   static __m256i dot4(__m256i acc, __m256i u, __m256i s) {
     return _mm256_dpbusd_epi32(acc, u, s);
   }
+  // IQ4_XS: the 8 rows' sub-block scales as int32 lanes, applied once per sub-block.
+  static __m256i lane_scales(__m128i sc8) { return _mm256_cvtepi8_epi32(sc8); }
+  static __m256i sum8_signed_scaled(const __m256i* wabs, const __m256i* w, const int8_t* a, __m256i scale) {
+    __m256i s0 = _mm256_setzero_si256();
+    __m256i s1 = _mm256_setzero_si256();
+    for (int k = 0; k < 8; k += 2) {
+      s0 = _mm256_dpbusd_epi32(s0, wabs[k], _mm256_sign_epi8(x8::bcast4(a + 4 * k), w[k]));
+      s1 = _mm256_dpbusd_epi32(s1, wabs[k + 1], _mm256_sign_epi8(x8::bcast4(a + 4 * k + 4), w[k + 1]));
+    }
+    return _mm256_mullo_epi32(_mm256_add_epi32(s0, s1), scale);
+  }
 };
 
 }  // namespace

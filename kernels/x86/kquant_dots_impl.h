@@ -255,7 +255,7 @@ float dot_q6_k(int64_t n, const void* w, const void* a) {
             sumi, Step::dot_pair(q[k], load_32(yq + 32 * k), scales, 8 * half + 2 * k));
       }
     }
-    acc = x8::add_q6_k_term(acc, f16(x[b].d), y[b].d, sumi);  // the block's exact sum, as gemm_x8
+    acc = x8::add_block_term(acc, f16(x[b].d), y[b].d, sumi);  // the block's exact sum, as gemm_x8
   }
   return _mm_cvtss_f32(acc);
 }

@@ -10,9 +10,9 @@
 // onto a (a is never -128, our quantizers' contract). Integer sums per (sub-)block are
 // exact; IQ4_XS weights each sub-block's int32 lanes by its integer scale (ls - 32) and
 // sums the super-block in integers (|lane| <= 8 * 32 * 4 * 127 * 127 < 2^24) before one
-// float scale, where ref scales every sub-block in float. Per block, acc = fma(d_w * d_a,
-// float(lanes), acc) in eight float lanes (two chains for the 32-element types), summed
-// at the end: |dot - ref| <= 1e-5 * S, S = sum |w_i a_i|.
+// float scale, where ref scales every sub-block in float. The float steps are the x8
+// products' (x8_steps.h): per block, acc = fma(d_w * d_a, float(I_b), acc) in one sum, so
+// a streamed row gives the repacked row's bits; |dot - ref| <= 1e-5 * S, S = sum |w_i a_i|.
 //
 // A Step (one struct per ISA, all members static) provides:
 //   dot(w, a)              int32 lanes of w . a (32 signed weight bytes, |w| <= 127, and 32
@@ -27,6 +27,7 @@
 #include "kernels/ref/blocks.h"
 #include "kernels/ref/lut4_values.h"
 #include "kernels/x86/avx2_common.h"
+#include "kernels/x86/x8_steps.h"
 
 namespace runnel::lut4 {
 // Internal linkage: the AVX2 and AVX-512 files compile these with different flags (see
@@ -61,27 +62,15 @@ inline __m256i load_32(const void* p) {
   return _mm256_loadu_si256(static_cast<const __m256i*>(p));
 }
 
-// MXFP4 / IQ4_NL (Block) x Q8_0: two blocks per step in two float chains.
+// MXFP4 / IQ4_NL (Block) x Q8_0, block terms added as x8_steps.h's legacy blocks.
 template <class Step, typename Block>
 float dot_blocks(int64_t n, const void* w, const void* a) {
   const auto* x = static_cast<const Block*>(w);
   const auto* y = static_cast<const ref::BlockQ8_0*>(a);
   const __m256i table = table_of(x);
-  auto term = [&](int64_t b, __m256 acc) {
-    const __m256i lanes = Step::dot(decode32(table, x[b].qs), load_32(y[b].qs));
-    const __m256 d = _mm256_set1_ps(scale_of(x[b]) * avx2::f16(y[b].d));
-    return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lanes), acc);
-  };
-  __m256 acc0 = _mm256_setzero_ps();
-  __m256 acc1 = _mm256_setzero_ps();
-  const int64_t nb = n / kQK;
-  int64_t b = 0;
-  for (; b + 2 <= nb; b += 2) {
-    acc0 = term(b, acc0);
-    acc1 = term(b + 1, acc1);
-  }
-  if (b < nb) acc0 = term(b, acc0);
-  return avx2::hsum(_mm256_add_ps(acc0, acc1));
+  return x8::dot_legacy_blocks<x8::MinTerms::kNone>(n / kQK, x, y, [&](int64_t b) {
+    return Step::dot(decode32(table, x[b].qs), load_32(y[b].qs));
+  });
 }
 
 // IQ4_XS x Q8_K: 8 sub-blocks of 32, each weighted by its 6-bit scale in integers.
@@ -90,7 +79,7 @@ float dot_iq4_xs(int64_t n, const void* w, const void* a) {
   const auto* x = static_cast<const ref::BlockIq4Xs*>(w);
   const auto* y = static_cast<const ref::BlockQ8_K*>(a);
   const __m256i table = table_of(x);
-  __m256 acc = _mm256_setzero_ps();
+  __m128 acc = _mm_setzero_ps();
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     __m256i isum0 = _mm256_setzero_si256();
     __m256i isum1 = _mm256_setzero_si256();
@@ -102,10 +91,9 @@ float dot_iq4_xs(int64_t n, const void* w, const void* a) {
           isum1, Step::dot_scaled(decode32(table, x[b].qs + 16 * s + 16),
                                   load_32(y[b].qs + 32 * s + 32), ref::iq4_xs_scale(x[b], s + 1)));
     }
-    const __m256 d = _mm256_set1_ps(avx2::f16(x[b].d) * y[b].d);
-    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_add_epi32(isum0, isum1)), acc);
+    acc = x8::add_block_term(acc, avx2::f16(x[b].d), y[b].d, _mm256_add_epi32(isum0, isum1));
   }
-  return avx2::hsum(acc);
+  return _mm_cvtss_f32(acc);
 }
 
 }  // namespace

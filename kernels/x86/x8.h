@@ -16,6 +16,8 @@ void repack_q4_k(int64_t n, const void* rows, size_t row_stride, void* group);
 void repack_q4_1(int64_t n, const void* rows, size_t row_stride, void* group);
 void repack_q5_0(int64_t n, const void* rows, size_t row_stride, void* group);
 void repack_q5_1(int64_t n, const void* rows, size_t row_stride, void* group);
+void repack_mxfp4(int64_t n, const void* rows, size_t row_stride, void* group);
+void repack_iq4_xs(int64_t n, const void* rows, size_t row_stride, void* group);
 void unpack_row_q4_0(int64_t n, const void* group, int r, void* row);
 void unpack_row_q4_1(int64_t n, const void* group, int r, void* row);
 void unpack_row_q5_0(int64_t n, const void* group, int r, void* row);
@@ -23,10 +25,13 @@ void unpack_row_q5_1(int64_t n, const void* group, int r, void* row);
 void unpack_row_q8_0(int64_t n, const void* group, int r, void* row);
 void unpack_row_q4_k(int64_t n, const void* group, int r, void* row);
 void unpack_row_q6_k(int64_t n, const void* group, int r, void* row);
+void unpack_row_mxfp4(int64_t n, const void* group, int r, void* row);
+void unpack_row_iq4_xs(int64_t n, const void* group, int r, void* row);
+// IQ4_NL takes repack_q4_0 / unpack_row_q4_0 (x8_layout.h).
 }  // namespace x8
 
-// a: nc activation rows (Q8_0 for Q4_0 / Q5_0 / Q8_0 weights, Q8_1 for Q4_1 / Q5_1, Q8_K for Q4_K /
-// Q6_K), a_stride apart;
+// a: nc activation rows (Q8_0 for Q4_0 / Q5_0 / Q8_0 / MXFP4 / IQ4_NL weights, Q8_1 for Q4_1 /
+// Q5_1, Q8_K for Q4_K / Q6_K / IQ4_XS), a_stride apart;
 // a_sums: for Q8_0 activations, the sum of the quants of each 32-block, n / 32 per row.
 #define RUNNEL_X8_GEMM(ns)                                                                                    \
   namespace ns {                                                                                              \
@@ -44,6 +49,12 @@ void unpack_row_q6_k(int64_t n, const void* group, int r, void* row);
                     int nc, float* out, size_t out_stride);                                                   \
   void gemm_x8_q5_1(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums,    \
                     int nc, float* out, size_t out_stride);                                                   \
+  void gemm_x8_mxfp4(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums,   \
+                     int nc, float* out, size_t out_stride);                                                  \
+  void gemm_x8_iq4_nl(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums,  \
+                      int nc, float* out, size_t out_stride);                                                 \
+  void gemm_x8_iq4_xs(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums,  \
+                      int nc, float* out, size_t out_stride);                                                 \
   }
 RUNNEL_X8_GEMM(avx2)
 RUNNEL_X8_GEMM(avx512)

@@ -1,7 +1,10 @@
 // Builds the x86 kernel tables from the reference tables plus the per-ISA entries, and
 // checks the CPU. Compiled for baseline x86-64 (no -mavx2): everything here must run on
 // any x86-64 CPU, since it decides whether the AVX2 code may run at all.
+#include <cstddef>
+
 #include "kernels/float_gemm_pack.h"
+#include "kernels/ref/blocks.h"
 #include "kernels/ref/ref.h"
 #include "kernels/x86/avx2.h"
 #include "kernels/x86/avx512_dots.h"
@@ -88,6 +91,11 @@ KernelTable build_avx2_table() {
   x8(G::Q4_1, x8::repack_q4_1, avx2::gemm_x8_q4_1);
   x8(G::Q5_0, x8::repack_q5_0, avx2::gemm_x8_q5_0);
   x8(G::Q5_1, x8::repack_q5_1, avx2::gemm_x8_q5_1);
+  x8(G::MXFP4, x8::repack_mxfp4, avx2::gemm_x8_mxfp4);
+  static_assert(sizeof(ref::BlockIq4Nl) == sizeof(ref::BlockQ4_0) &&
+                offsetof(ref::BlockIq4Nl, qs) == offsetof(ref::BlockQ4_0, qs));
+  x8(G::IQ4_NL, x8::repack_q4_0, avx2::gemm_x8_iq4_nl);  // an IQ4_NL block is a Q4_0 block's bytes
+  x8(G::IQ4_XS, x8::repack_iq4_xs, avx2::gemm_x8_iq4_xs);
   t.types[static_cast<uint32_t>(G::Q4_0)].unpack_x8_row = x8::unpack_row_q4_0;
   t.types[static_cast<uint32_t>(G::Q4_1)].unpack_x8_row = x8::unpack_row_q4_1;
   t.types[static_cast<uint32_t>(G::Q5_0)].unpack_x8_row = x8::unpack_row_q5_0;
@@ -95,8 +103,14 @@ KernelTable build_avx2_table() {
   t.types[static_cast<uint32_t>(G::Q8_0)].unpack_x8_row = x8::unpack_row_q8_0;
   t.types[static_cast<uint32_t>(G::Q4_K)].unpack_x8_row = x8::unpack_row_q4_k;
   t.types[static_cast<uint32_t>(G::Q6_K)].unpack_x8_row = x8::unpack_row_q6_k;
+  t.types[static_cast<uint32_t>(G::MXFP4)].unpack_x8_row = x8::unpack_row_mxfp4;
+  t.types[static_cast<uint32_t>(G::IQ4_NL)].unpack_x8_row = x8::unpack_row_q4_0;
+  t.types[static_cast<uint32_t>(G::IQ4_XS)].unpack_x8_row = x8::unpack_row_iq4_xs;
   t.types[static_cast<uint32_t>(G::Q4_K)].x8_block_bytes = sizeof(x8::BlockQ4_Kx8);
+  t.types[static_cast<uint32_t>(G::IQ4_XS)].x8_block_bytes = sizeof(x8::BlockIq4Xsx8);
   t.types[static_cast<uint32_t>(G::Q8_0)].block_sums = ref::block_sums_q8_0;
+  t.types[static_cast<uint32_t>(G::Q4_0)].gemm_x8_reads_sums = true;  // the -8 (-16) offsets
+  t.types[static_cast<uint32_t>(G::Q5_0)].gemm_x8_reads_sums = true;
   return t;
 }
 
@@ -198,6 +212,9 @@ KernelTable build_avx512_table(const KernelTable& avx2_table) {
   x8(G::Q4_1, avx512::gemm_x8_q4_1);
   x8(G::Q5_0, avx512::gemm_x8_q5_0);
   x8(G::Q5_1, avx512::gemm_x8_q5_1);
+  x8(G::MXFP4, avx512::gemm_x8_mxfp4);
+  x8(G::IQ4_NL, avx512::gemm_x8_iq4_nl);
+  x8(G::IQ4_XS, avx512::gemm_x8_iq4_xs);
   // Model quantizers (runnel quantize): ref's k-quant searches on 16 groups at once.
   RUNNEL_SET_GROUP_FIT_QUANTIZERS(t, avx512);
   return t;

@@ -19,6 +19,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/ref/blocks.h"
+#include "kernels/ref/lut4_values.h"
 #include "kernels/x86/x8_layout.h"
 #include "kernels/x86/x8_steps.h"
 
@@ -197,6 +198,16 @@ void gemm_q5_1(int64_t n, const void* group, const void* a, size_t a_stride, con
   gemm_with_mins<Dot, NC, BlockQ5_1x8>(n, group, a, a_stride, out, out_stride);
 }
 
+// sum over k < 8 of w[k] . (the 4 bytes at a + 4k) per int32 lane, for signed weights:
+// |w| (wabs) against a with w's sign (a is never -128); pair sums <= 2 * 128 * 127, one
+// step per widening.
+template <class Dot>
+inline __m256i sum8_signed(const __m256i* wabs, const __m256i* w, const int8_t* a) {
+  __m256i lanes = _mm256_setzero_si256();
+  for (int k = 0; k < 8; ++k) lanes = Dot::dot4(lanes, wabs[k], _mm256_sign_epi8(bcast4(a + 4 * k), w[k]));
+  return lanes;
+}
+
 // Q8_0 x Q8_0: signed weights; |w| against a with w's sign (a is never -128).
 template <class Dot, int NC>
 void gemm_q8_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/,
@@ -216,12 +227,101 @@ void gemm_q8_0(int64_t n, const void* group, const void* a, size_t a_stride, con
     const __m256 dw = f16x8(g[b].d);
     for (int c = 0; c < NC; ++c) {
       const ref::BlockQ8_0& ab = token_blocks<ref::BlockQ8_0>(a, a_stride, c)[b];
-      __m256i lanes = _mm256_setzero_si256();
-      for (int k = 0; k < 8; ++k) {
-        // pair sums <= 2 * 128 * 127: one step per widening
-        lanes = Dot::dot4(lanes, wabs[k], _mm256_sign_epi8(bcast4(ab.qs + 4 * k), w[k]));
-      }
+      const __m256i lanes = sum8_signed<Dot>(wabs, w, ab.qs);
       acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(f16_to_f32(ab.d))), _mm256_cvtepi32_ps(lanes), acc[c]);
+    }
+  }
+  for (int c = 0; c < NC; ++c) _mm256_storeu_ps(out + static_cast<size_t>(c) * out_stride, acc[c]);
+}
+
+// The 4-bit lookup types: w[k] = elements 4k .. 4k + 3 of the 8 rows as signed weights
+// (|w| <= 127), the codes (Q4_0's arrangement) looked up in `table` (both 128-bit halves),
+// and wabs[k] = |w[k]|.
+inline void decode_lut4(const uint8_t (&q)[4][kRows][4], __m256i table, __m256i* w, __m256i* wabs) {
+  unpack_nibbles(q, w);
+  for (int k = 0; k < 8; ++k) {
+    w[k] = _mm256_shuffle_epi8(table, w[k]);
+    wabs[k] = _mm256_sign_epi8(w[k], w[k]);
+  }
+}
+
+inline __m256i lut4_table(const int8_t* values) {
+  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values)));
+}
+
+// The 8 rows' weight scales: IQ4_NL's f16 d (BlockQ4_0x8), MXFP4's exponent halves.
+inline __m256 lut4_scales(const BlockQ4_0x8& blk) {
+  return f16x8(blk.d);
+}
+inline __m256 lut4_scales(const BlockMxfp4x8& blk) {
+  return e8m0_halves8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk.e)));
+}
+
+// MXFP4 and IQ4_NL x Q8_0 (Block BlockMxfp4x8 / BlockQ4_0x8 holding IQ4_NL rows): the
+// looked-up weights take Q8_0's signed product; no activation sums needed.
+template <class Dot, int NC, typename Block>
+void gemm_lut4(int64_t n, const void* group, const void* a, size_t a_stride, const int8_t* values, float* out,
+               size_t out_stride) {
+  const auto* g = static_cast<const Block*>(group);
+  const __m256i table = lut4_table(values);
+  const int64_t nb = n / kQK;
+  __m256 acc[NC];
+  for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    prefetch_ahead(g, b);
+    __m256i w[8];
+    __m256i wabs[8];
+    decode_lut4(g[b].q, table, w, wabs);
+    const __m256 dw = lut4_scales(g[b]);
+    for (int c = 0; c < NC; ++c) {
+      const ref::BlockQ8_0& ab = token_blocks<ref::BlockQ8_0>(a, a_stride, c)[b];
+      const __m256i lanes = sum8_signed<Dot>(wabs, w, ab.qs);
+      acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(f16_to_f32(ab.d))), _mm256_cvtepi32_ps(lanes), acc[c]);
+    }
+  }
+  for (int c = 0; c < NC; ++c) _mm256_storeu_ps(out + static_cast<size_t>(c) * out_stride, acc[c]);
+}
+template <class Dot, int NC>
+void gemm_mxfp4(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/,
+                float* out, size_t out_stride) {
+  gemm_lut4<Dot, NC, BlockMxfp4x8>(n, group, a, a_stride, ref::kMxfp4Values, out, out_stride);
+}
+template <class Dot, int NC>
+void gemm_iq4_nl(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/,
+                 float* out, size_t out_stride) {
+  gemm_lut4<Dot, NC, BlockQ4_0x8>(n, group, a, a_stride, ref::kIq4NlValues, out, out_stride);
+}
+
+// IQ4_XS x Q8_K (BlockIq4Xsx8): per sub-block, the looked-up weights' signed product times
+// the 8 rows' integer scales (Dot::sum8_signed_scaled), summed over the super-block in
+// int32 (|lane| <= 8 * 32 * 32 * 127 * 127 < 2^28), then one float step per block.
+template <class Dot, int NC>
+void gemm_iq4_xs(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/,
+                 float* out, size_t out_stride) {
+  const auto* g = static_cast<const BlockIq4Xsx8*>(group);
+  const __m256i table = lut4_table(ref::kIq4NlValues);
+  __m256 acc[NC];
+  for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    const BlockIq4Xsx8& blk = g[b];
+    const ref::BlockQ8_K* ab[NC];
+    __m256i isum[NC];
+    for (int c = 0; c < NC; ++c) {
+      ab[c] = &token_blocks<ref::BlockQ8_K>(a, a_stride, c)[b];
+      isum[c] = _mm256_setzero_si256();
+    }
+    for (int s = 0; s < kQK_K / 32; ++s) {
+      __m256i w[8];
+      __m256i wabs[8];
+      decode_lut4(blk.q[s], table, w, wabs);
+      const __m256i scale = Dot::lane_scales(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk.sc[s])));
+      for (int c = 0; c < NC; ++c) {
+        isum[c] = _mm256_add_epi32(isum[c], Dot::sum8_signed_scaled(wabs, w, ab[c]->qs + 32 * s, scale));
+      }
+    }
+    const __m256 dw = f16x8(blk.d);
+    for (int c = 0; c < NC; ++c) {
+      acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(ab[c]->d)), _mm256_cvtepi32_ps(isum[c]), acc[c]);
     }
   }
   for (int c = 0; c < NC; ++c) _mm256_storeu_ps(out + static_cast<size_t>(c) * out_stride, acc[c]);
@@ -254,4 +354,7 @@ using ByTokensFn = void (*)(int64_t, const void*, const void*, size_t, const int
   RUNNEL_X8_DEFINE_PRODUCT(q5_1, Dot)   \
   RUNNEL_X8_DEFINE_PRODUCT(q8_0, Dot)   \
   RUNNEL_X8_DEFINE_PRODUCT(q4_k, Dot)   \
-  RUNNEL_X8_DEFINE_PRODUCT(q6_k, Dot)
+  RUNNEL_X8_DEFINE_PRODUCT(q6_k, Dot)   \
+  RUNNEL_X8_DEFINE_PRODUCT(mxfp4, Dot)  \
+  RUNNEL_X8_DEFINE_PRODUCT(iq4_nl, Dot) \
+  RUNNEL_X8_DEFINE_PRODUCT(iq4_xs, Dot)

@@ -89,4 +89,24 @@ struct BlockQ4_Kx8 {
 };
 static_assert(sizeof(BlockQ4_Kx8) == 8 * 144 + 32);
 
+// IQ4_NL rows use BlockQ4_0x8 as they are (an IQ4_NL block is a Q4_0 block's bytes: f16 d,
+// 16 code bytes), and the product looks the nibbles up in the value table.
+
+// MXFP4: Q4_0's arrangement of the codes, the 8 rows' E8M0 exponent bytes in front.
+struct BlockMxfp4x8 {
+  uint8_t e[kRows];
+  uint8_t q[4][kRows][4];
+};
+static_assert(sizeof(BlockMxfp4x8) == 8 * 17);
+
+// IQ4_XS: sc[s][r] = row r's sub-block s scale minus 32 (in [-32, 31]; one 8-byte load gives
+// the 8 rows'), q[s] = the codes of sub-block s in Q4_0's arrangement. The group is 16 bytes
+// larger than its 8 rows (TypeKernels::x8_block_bytes): a scale takes a byte, not 6 bits.
+struct BlockIq4Xsx8 {
+  uint16_t d[kRows];
+  int8_t sc[kQK_K / 32][kRows];
+  uint8_t q[kQK_K / 32][4][kRows][4];
+};
+static_assert(sizeof(BlockIq4Xsx8) == 8 * 136 + 16);
+
 }  // namespace runnel::x8

@@ -5,6 +5,7 @@
 
 #include "kernels/ref/blocks.h"
 #include "kernels/ref/k_quants_common.h"
+#include "kernels/ref/lut4_values.h"
 #include "kernels/x86/x8.h"
 #include "kernels/x86/x8_layout.h"
 
@@ -147,6 +148,31 @@ void repack_q4_k(int64_t n, const void* rows, size_t row_stride, void* group) {
   }
 }
 
+void repack_mxfp4(int64_t n, const void* rows, size_t row_stride, void* group) {
+  auto* g = static_cast<BlockMxfp4x8*>(group);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    for (int r = 0; r < kRows; ++r) {
+      const auto& blk = row_block<ref::BlockMxfp4>(rows, row_stride, r, b);
+      g[b].e[r] = blk.e;
+      for (int j = 0; j < 4; ++j) std::memcpy(g[b].q[j][r], blk.qs + 4 * j, 4);
+    }
+  }
+}
+
+void repack_iq4_xs(int64_t n, const void* rows, size_t row_stride, void* group) {
+  auto* g = static_cast<BlockIq4Xsx8*>(group);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    for (int r = 0; r < kRows; ++r) {
+      const auto& blk = row_block<ref::BlockIq4Xs>(rows, row_stride, r, b);
+      g[b].d[r] = blk.d;
+      for (int s = 0; s < kQK_K / 32; ++s) {
+        g[b].sc[s][r] = static_cast<int8_t>(ref::iq4_xs_scale(blk, s));
+        for (int j = 0; j < 4; ++j) std::memcpy(g[b].q[s][j][r], blk.qs + 16 * s + 4 * j, 4);
+      }
+    }
+  }
+}
+
 // The inverses: row r of a group back in the type's own blocks (embedding lookups of a
 // matrix that is also the output projection).
 void unpack_row_q4_0(int64_t n, const void* group, int r, void* row) {
@@ -235,6 +261,31 @@ void unpack_row_q6_k(int64_t n, const void* group, int r, void* row) {
         }
         set_q6_value(out[b], h, 3, l, static_cast<uint8_t>(v3));
       }
+    }
+  }
+}
+
+void unpack_row_mxfp4(int64_t n, const void* group, int r, void* row) {
+  const auto* g = static_cast<const BlockMxfp4x8*>(group);
+  auto* out = static_cast<ref::BlockMxfp4*>(row);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    out[b].e = g[b].e[r];
+    for (int j = 0; j < 4; ++j) std::memcpy(out[b].qs + 4 * j, g[b].q[j][r], 4);
+  }
+}
+
+void unpack_row_iq4_xs(int64_t n, const void* group, int r, void* row) {
+  const auto* g = static_cast<const BlockIq4Xsx8*>(group);
+  auto* out = static_cast<ref::BlockIq4Xs*>(row);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    out[b].d = g[b].d[r];
+    out[b].scales_h = 0;
+    std::memset(out[b].scales_l, 0, sizeof out[b].scales_l);
+    for (int s = 0; s < kQK_K / 32; ++s) {
+      const int ls = g[b].sc[s][r] + 32;
+      out[b].scales_l[s / 2] = static_cast<uint8_t>(out[b].scales_l[s / 2] | (ls & 0x0F) << (4 * (s % 2)));
+      out[b].scales_h = static_cast<uint16_t>(out[b].scales_h | (ls >> 4) << (2 * s));
+      for (int j = 0; j < 4; ++j) std::memcpy(out[b].qs + 16 * s + 4 * j, g[b].q[s][j][r], 4);
     }
   }
 }

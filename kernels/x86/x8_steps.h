@@ -4,7 +4,9 @@
 // in the file's layout, and only the same products rounded and added in the same order
 // give a streamed run the resident run's tokens. Per row and token, with I_b the exact
 // integer sum of block b (offsets included) and every sum starting at +0:
-//   Q4_0, Q5_0, Q8_0, Q6_K: acc = fma(d_w * d_a, float(I_b), acc), block after block;
+//   Q4_0, Q5_0, Q8_0, MXFP4, IQ4_NL, Q6_K, IQ4_XS: acc = fma(d_w * d_a, float(I_b), acc), block
+//   after block (MXFP4's d_w: its exponent's half, ref::e8m0_to_fp32_half; IQ4_XS's I_b: the
+//   sum of its sub-blocks' integer dots times their integer scales);
 //   Q4_1, Q5_1: acc = fma(d_w * d_a, float(I_b), acc), then the min term m_w * s_a: on AVX2
 //   acc = fma(m_w, s_a, acc) right after it, on AVX-512 acc_m = fma(m_w, s_a, acc_m) in a
 //   sum of its own, and acc + acc_m at the end (MinTerms below);
@@ -13,12 +15,18 @@
 // (d_w * d_a is one rounded float product; fma rounds once.) Helpers here let the dots
 // compute eight blocks' integer sums and scales as vectors and still add the terms one
 // block at a time. Include only from files compiled with at least the AVX2 flags.
+//
+// The same recipe holds for every 32-element block type the per-token dots take through
+// dot_legacy_blocks (weight_scales8 / weight_scale give d_w per block type).
 #pragma once
 
 #include <immintrin.h>
 
 #include <cstdint>
 #include <cstring>
+
+#include "kernels/ref/blocks.h"
+#include "kernels/ref/lut4_values.h"
 
 namespace runnel::x8 {
 
@@ -95,9 +103,39 @@ inline __m256 f16_fields8(const Block* p, uint16_t Block::*field) {
   return _mm256_cvtph_ps(_mm_set_epi64x(four(4), four(0)));
 }
 
-// The K-quant steps. Q6_K: lane 0 of acc = fma(d * d_a, float(sum of the block's lanes),
-// lane 0 of acc).
-inline __m128 add_q6_k_term(__m128 acc, float d, float d_a, __m256i lanes) {
+// Eight E8M0 exponent bytes (byte k = block or row k) as the floats 2^(e - 128), as
+// ref::e8m0_to_fp32_half makes them: (e - 1) << 23 for e >= 2, the subnormals 2^-128 and
+// 2^-127 for e = 0 and 1.
+inline __m256 e8m0_halves8(__m128i eight_bytes) {
+  const __m256i e = _mm256_cvtepu8_epi32(eight_bytes);
+  const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+  const __m256i tiny = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+  const __m256i is_tiny = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
+  return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, tiny, is_tiny));
+}
+
+// d_w of blocks p[0 .. 7] (weight_scales8) and of one block (weight_scale): the f16 d, or
+// MXFP4's exponent half.
+template <typename Block>
+inline __m256 weight_scales8(const Block* p) {
+  return f16_fields8(p, &Block::d);
+}
+inline __m256 weight_scales8(const ref::BlockMxfp4* p) {
+  uint64_t e = 0;
+  for (int k = 0; k < 8; ++k) e |= uint64_t{p[k].e} << (8 * k);
+  return e8m0_halves8(_mm_cvtsi64_si128(static_cast<int64_t>(e)));
+}
+template <typename Block>
+inline float weight_scale(const Block& x) {
+  return _cvtsh_ss(x.d);
+}
+inline float weight_scale(const ref::BlockMxfp4& x) {
+  return ref::e8m0_to_fp32_half(x.e);
+}
+
+// The K-quant steps. Q6_K and IQ4_XS: lane 0 of acc = fma(d * d_a, float(sum of the block's
+// lanes), lane 0 of acc).
+inline __m128 add_block_term(__m128 acc, float d, float d_a, __m256i lanes) {
   const __m128i s4 =
       _mm_add_epi32(_mm256_castsi256_si128(lanes), _mm256_extracti128_si256(lanes, 1));
   const __m128i s2 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
@@ -143,7 +181,7 @@ float dot_legacy_blocks(int64_t nb, const WBlock* x, const ABlock* y, Lanes lane
   for (; b + 8 <= nb; b += 8) {
     const __m256i l[8] = {lanes(b),     lanes(b + 1), lanes(b + 2), lanes(b + 3),
                           lanes(b + 4), lanes(b + 5), lanes(b + 6), lanes(b + 7)};
-    const __m256 d = _mm256_mul_ps(f16_fields8(x + b, &WBlock::d), f16_fields8(y + b, &ABlock::d));
+    const __m256 d = _mm256_mul_ps(weight_scales8(x + b), f16_fields8(y + b, &ABlock::d));
     const __m256 s = _mm256_cvtepi32_ps(block_sums8(l));
     if constexpr (kMins == MinTerms::kNone) {
       acc = add_block_terms4(add_block_terms4(acc, low4(d), low4(s)), high4(d), high4(s));
@@ -160,7 +198,7 @@ float dot_legacy_blocks(int64_t nb, const WBlock* x, const ABlock* y, Lanes lane
     }
   }
   for (; b < nb; ++b) {
-    const float d = _cvtsh_ss(x[b].d) * _cvtsh_ss(y[b].d);
+    const float d = weight_scale(x[b]) * _cvtsh_ss(y[b].d);
     acc = _mm_fmadd_ss(_mm_set_ss(d), _mm_set_ss(static_cast<float>(sum_epi32(lanes(b)))), acc);
     if constexpr (kMins != MinTerms::kNone) {
       __m128& sum = kMins == MinTerms::kChained ? acc : acc_m;

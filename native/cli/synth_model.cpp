@@ -196,16 +196,19 @@ int synth_model_command(const std::vector<std::string>& args) {
       "runnel synth-model --shape NAME [--type TYPE] --tokenizer-from FILE -o OUT",
       "Writes a synthetic GGUF with random weights quantized by runnel's reference quantizers.\n"
       "Benchmark shapes (speed and memory only): llama-1b (Llama-3.2-1B), llama-8b\n"
-      "(Llama-3.1-8B), gemma3-1b (Gemma-3-1B, sliding window), qwen3-4b (Qwen3-4B, q/k norms).\n"
+      "(Llama-3.1-8B), gemma3-1b (Gemma-3-1B, sliding window), qwen3-4b (Qwen3-4B, q/k norms);\n"
+      "with experts: qwen3-30b-a3b (Qwen3-30B-A3B), gpt-oss-20b (MXFP4 experts), moe-small.\n"
       "Parity shapes, every weight, norm and rope factor random (logits against llama.cpp):\n"
       "tiny-llama, tiny-llama-swa, tiny-qwen3, tiny-gemma, tiny-gemma2, tiny-gemma3, tiny-phi3;\n"
+      "with experts: tiny-mixtral, tiny-qwen2moe, tiny-qwen3moe, tiny-olmoe, tiny-gpt-oss;\n"
       "embedding models (embeddings against llama.cpp): tiny-bert, tiny-nomic-bert (give them\n"
       "a WordPiece vocabulary, e.g. tests/data/tokenizer/ggml-vocab-bert-bge.gguf).\n"
       "tiny: a small llama for tests.");
   p.string_option("--shape", &shape_name, "NAME",
-                  "llama-1b, llama-8b, gemma3-1b, qwen3-4b, tiny, tiny-llama, tiny-llama-swa,\n"
-                  "tiny-qwen3, tiny-gemma, tiny-gemma2, tiny-gemma3, tiny-phi3, tiny-bert or\n"
-                  "tiny-nomic-bert");
+                  "llama-1b, llama-8b, gemma3-1b, qwen3-4b, qwen3-30b-a3b, gpt-oss-20b,\n"
+                  "moe-small, tiny, tiny-llama, tiny-llama-swa, tiny-qwen3, tiny-gemma,\n"
+                  "tiny-gemma2, tiny-gemma3, tiny-phi3, tiny-mixtral, tiny-qwen2moe,\n"
+                  "tiny-qwen3moe, tiny-olmoe, tiny-gpt-oss, tiny-bert or tiny-nomic-bert");
   p.string_option("--type", &type_name, "TYPE",
                   "q8_0, q4_0, q4_k_m (llama.cpp's mix), f32, f16, or mix (F32, F16 and Q8_0\n"
                   "matrices; the default of the tiny-* parity shapes)");

@@ -16,9 +16,9 @@
 
 namespace runnel::test {
 
-inline constexpr GgmlType kX8WeightTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
-                                              GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q4_K,
-                                              GgmlType::Q6_K};
+inline constexpr GgmlType kX8WeightTypes[] = {
+    GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,  GgmlType::Q5_1,   GgmlType::Q8_0,
+    GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::MXFP4, GgmlType::IQ4_NL, GgmlType::IQ4_XS};
 
 // Repacks 8 rows with the table's repack_x8, runs gemm_x8 against the activation rows and
 // checks every output; outputs of tokens beyond nc and the padding of each output row

@@ -95,7 +95,7 @@ TEST_CASE("repacked (x8) weights give the GGUF layout's logits and tokens", "[mo
     }
   }
 #if defined(__x86_64__)
-  CHECK(n_checked >= 10);  // every x86 CPU we run on has AVX2, and AVX2 repacks all five types
+  CHECK(n_checked >= 20);  // every x86 CPU we run on has AVX2, and AVX2 repacks all ten types
 #endif
 }
 
@@ -129,7 +129,7 @@ TEST_CASE("x86: streamed (GGUF layout) layers give the repacked (x8) run's logit
     }
   }
 #if defined(__x86_64__)
-  CHECK(n_checked >= 10);  // every x86 CPU we run on has AVX2
+  CHECK(n_checked >= 20);  // every x86 CPU we run on has AVX2
 #endif
 }
 

@@ -35,8 +35,9 @@ inline TinySpec x8_tiny_spec(GgmlType type, bool tied) {
   return spec;
 }
 
-inline constexpr GgmlType kRepackTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0,
-                                            GgmlType::Q4_K, GgmlType::Q6_K};
+inline constexpr GgmlType kRepackTypes[] = {
+    GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,  GgmlType::Q5_1,   GgmlType::Q8_0,
+    GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::MXFP4, GgmlType::IQ4_NL, GgmlType::IQ4_XS};
 
 struct TinyRun {
   std::vector<float> prefill_logits;  // after the prompt, [n_vocab]

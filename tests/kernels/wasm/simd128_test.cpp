@@ -230,7 +230,15 @@ TEST_CASE("The SIMD128 table is the ref table with the SIMD128 entries swapped i
     CHECK((x.repack_x8 != nullptr) == (x.unpack_x8_row != nullptr));
     x8_types += x.repack_x8 != nullptr;
   }
-  CHECK(x8_types == 7);  // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K
+  CHECK(x8_types == 10);  // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K, MXFP4, IQ4_NL, IQ4_XS
+  // Only Q4_0 and Q5_0 read the activation's block sums (their -8 / -16 offsets); MoE's
+  // routed experts, which have none, can use the other x8 products.
+  for (uint32_t id = 0; id < kGgmlTypeIdLimit; ++id) {
+    const bool zero_point = id == static_cast<uint32_t>(GgmlType::Q4_0) ||
+                            id == static_cast<uint32_t>(GgmlType::Q5_0);
+    INFO("type id " << id);
+    CHECK(t->types[id].gemm_x8_reads_sums == zero_point);
+  }
   CHECK(t->of(GgmlType::Q8_0).block_sums != nullptr);
   for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8_K}) {
     CHECK(t->of(type).quantize_row != ref_kernels().of(type).quantize_row);

@@ -106,6 +106,85 @@ std::vector<uint8_t> constant_activation(GgmlType at, int64_t n, int8_t a) {
   return act;
 }
 
+// A row of n weights of a 4-bit lookup type (MXFP4, IQ4_NL, IQ4_XS) with code_byte in every
+// code byte (both nibbles alike), scale 1 (MXFP4 e = 128, else d = 1) and, for IQ4_XS,
+// scale_byte in every byte of the 6-bit sub-block scale fields (0x00: -32, 0xFF: 31).
+std::vector<uint8_t> uniform_lut4_row(GgmlType wt, int64_t n, uint8_t code_byte,
+                                      uint8_t scale_byte) {
+  std::vector<uint8_t> row(row_bytes(wt, n));
+  if (wt == GgmlType::MXFP4) {
+    auto* blk = reinterpret_cast<ref::BlockMxfp4*>(row.data());
+    for (int64_t b = 0; b < n / kQK; ++b) {
+      blk[b].e = 128;
+      std::memset(blk[b].qs, code_byte, sizeof blk[b].qs);
+    }
+  } else if (wt == GgmlType::IQ4_NL) {
+    auto* blk = reinterpret_cast<ref::BlockIq4Nl*>(row.data());
+    for (int64_t b = 0; b < n / kQK; ++b) {
+      blk[b].d = fp32_to_fp16(1.0f);
+      std::memset(blk[b].qs, code_byte, sizeof blk[b].qs);
+    }
+  } else {
+    auto* blk = reinterpret_cast<ref::BlockIq4Xs*>(row.data());
+    for (int64_t b = 0; b < n / kQK_K; ++b) {
+      blk[b].d = fp32_to_fp16(1.0f);
+      blk[b].scales_h = static_cast<uint16_t>(scale_byte | scale_byte << 8);
+      std::memset(blk[b].scales_l, scale_byte, sizeof blk[b].scales_l);
+      std::memset(blk[b].qs, code_byte, sizeof blk[b].qs);
+    }
+  }
+  return row;
+}
+
+TEST_CASE("SIMD128 x8 and vec_dot: MXFP4, IQ4_NL, IQ4_XS at the value tables' extremes",
+          "[simd128]") {
+  // vec_dot sums two products w a per int16 lane (MXFP4 four): 2 * 127 * 128 and 4 * 12 * 128
+  // are <= 32767; gemm_x8 widens the weights to int16 and sums the products in int32. An
+  // IQ4_XS block is at most 256 * 32 * 127 * 128 < 2^31. Every code at a table's extreme
+  // (IQ4 -127 / 113 with sub-block scale -32 / 31, MXFP4 12 / -12), scales 1, against
+  // activations of +-127 (Q8_K also -128, which its quantizer can give): the sums are
+  // integers times powers of two exact in float, so both give n * w * a exactly.
+  const int64_t n = 512;
+  struct Extreme {
+    GgmlType type;
+    uint8_t code_byte[2];   // even rows, odd rows
+    uint8_t scale_byte[2];  // IQ4_XS
+    int weight[2];          // the value of each weight, sub-block scale included
+  };
+  const Extreme cases[] = {
+      {GgmlType::MXFP4, {0x77, 0xFF}, {0, 0}, {12, -12}},
+      {GgmlType::IQ4_NL, {0x00, 0xFF}, {0, 0}, {-127, 113}},
+      {GgmlType::IQ4_XS, {0x00, 0xFF}, {0x00, 0xFF}, {-127 * -32, 113 * 31}},
+  };
+  for (const Extreme& c : cases) {
+    const GgmlType at = simd().of(c.type).vec_dot_type;
+    for (int a : {127, -127, -128}) {
+      if (a == -128 && at != GgmlType::Q8_K) continue;  // Q8_0 quants are in [-127, 127]
+      INFO("type " << traits(c.type).name << ", activation quants " << a);
+      std::vector<std::vector<uint8_t>> rows;
+      std::vector<uint8_t> packed;
+      for (int r = 0; r < kX8Rows; ++r) {
+        rows.push_back(uniform_lut4_row(c.type, n, c.code_byte[r % 2], c.scale_byte[r % 2]));
+        packed.insert(packed.end(), rows.back().begin(), rows.back().end());
+      }
+      const auto act = constant_activation(at, n, static_cast<int8_t>(a));
+      const TypeKernels& k = simd().of(c.type);
+      std::vector<uint8_t> group(x8_group_bytes(k, c.type, n));
+      k.repack_x8(n, packed.data(), row_bytes(c.type, n), group.data());
+      float out[kX8Rows];
+      k.gemm_x8(n, group.data(), act.data(), 0, nullptr, 1, out, kX8Rows);
+      for (int r = 0; r < kX8Rows; ++r) {
+        const float expected = static_cast<float>(n) * static_cast<float>(c.weight[r % 2] * a);
+        INFO("row " << r);
+        CHECK(out[r] == expected);
+        CHECK(k.vec_dot(n, rows[r].data(), act.data()) == expected);
+        CHECK(ref_kernels().of(c.type).vec_dot(n, rows[r].data(), act.data()) == expected);
+      }
+      test::check_gemm_x8(simd(), c.type, rows, {act, act, act}, n, /*same_bits=*/true);
+    }
+  }
+}
+
 constexpr GgmlType kRelaxedTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q4_K,
                                       GgmlType::Q6_K};
 
@@ -185,6 +264,7 @@ TEST_CASE("The relaxed table is the SIMD128 table with its 4-bit and Q6_K x8 ent
     CHECK(x.vec_dot == s.vec_dot);
     CHECK(x.quantize_row == s.quantize_row);
     CHECK(x.gemm == s.gemm);
+    CHECK(x.gemm_x8_reads_sums == s.gemm_x8_reads_sums);  // the relaxed Q4_0 reads them too
     // same group sizes, but for Q6_K's packed quants (6.6 bits a weight, not 8.6) and
     // Q4_K's packed mins (4.69, not 4.75)
     if (id == static_cast<uint32_t>(GgmlType::Q6_K)) {
