@@ -5,7 +5,11 @@
 // share of scored positions whose top token is the base's, in the lines the native
 // tools print:
 //   node scripts/lib/kld_wasm.mjs --model M.gguf --base BASE [--isa simd128|simd128-relaxed|ref] [--chunks N]
-// Node needs --experimental-wasm-relaxed-simd for the relaxed kernels.
+//        [--save-base OUT]
+// --save-base also writes the wasm logits as a base file of the same windows (quantized
+// as `runnel perplexity --kl-divergence-base` does: core/runtime/perplexity.cpp), for
+// scripts/lib/kld_paired.mjs. Node needs --experimental-wasm-relaxed-simd for the relaxed
+// kernels.
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 
@@ -15,7 +19,7 @@ const kLogProbFloor = -16;  // base log-probs at or below it are left out, as na
 
 const { values: opt } = parseArgs({
   options: { model: { type: 'string' }, base: { type: 'string' }, isa: { type: 'string', default: '' },
-             chunks: { type: 'string', default: '-1' } },
+             chunks: { type: 'string', default: '-1' }, 'save-base': { type: 'string' } },
 });
 if (!opt.model || !opt.base) {
   console.error('usage: node scripts/lib/kld_wasm.mjs --model M.gguf --base BASE [--isa ISA] [--chunks N]');
@@ -39,7 +43,34 @@ function openBase(file) {
     return { scale: bytes.readFloatLE(off), min: bytes.readFloatLE(off + 4),
              levels: new Uint16Array(bytes.buffer.slice(bytes.byteOffset + off + 8, bytes.byteOffset + off + 8 + 2 * nVocab)) };
   };
-  return { nCtx, nVocab, nChunk, tokens, nScored, row };
+  return { nCtx, nVocab, nChunk, tokens, nScored, row, header: bytes.subarray(0, rowsStart) };
+}
+
+// One base row of logits: log-softmax levels over [max(min, max - 16), max] in 65535 steps
+// (float arithmetic as core/runtime/perplexity.cpp quantize_log_probs does it).
+function quantizeRow(logits, nVocab) {
+  const f = Math.fround;
+  const out = Buffer.alloc(2 * (2 * Math.ceil(nVocab / 2) + 4));
+  let maxLogit = logits[0], minLogit = logits[0];
+  for (let i = 1; i < nVocab; ++i) {
+    if (logits[i] > maxLogit) maxLogit = logits[i];
+    if (logits[i] < minLogit) minLogit = logits[i];
+  }
+  minLogit = Math.max(minLogit, f(maxLogit - 16));
+  let sum = 0;
+  for (let i = 0; i < nVocab; ++i) sum += Math.exp(logits[i] - maxLogit);
+  const logSumExp = f(Math.log(sum));
+  const scale = f(f(maxLogit - minLogit) / 65535);
+  out.writeFloatLE(scale, 0);
+  out.writeFloatLE(f(f(minLogit - maxLogit) - logSumExp), 4);
+  if (scale !== 0) {
+    const invScale = f(1 / scale);
+    for (let i = 0; i < nVocab; ++i) {
+      // nearest, ties to even, as the float add of 1.5 * 2^23 rounds
+      if (logits[i] > minLogit) out.writeUInt16LE((f(f(invScale * f(logits[i] - minLogit)) + 12582912) - 12582912) & 0xffff, 8 + 2 * i);
+    }
+  }
+  return out;
 }
 
 const base = openBase(opt.base);
@@ -52,6 +83,12 @@ const bos = (await model.tokenize('a'))[0] === model.info.bos ? model.info.bos :
 
 let sumKld = 0, sumKld2 = 0, nSame = 0, count = 0;
 const started = performance.now();
+const saved = opt['save-base'] ? fs.openSync(opt['save-base'], 'w') : null;
+if (saved !== null) {
+  const header = Buffer.from(base.header);
+  header.writeInt32LE(nChunks, 16);
+  fs.writeSync(saved, header.subarray(0, 20 + 4 * nChunks * base.nCtx));
+}
 for (let c = 0; c < nChunks; ++c) {
   const window = Array.from(base.tokens.subarray(c * base.nCtx, (c + 1) * base.nCtx));
   if (bos >= 0) window[0] = bos;
@@ -60,6 +97,7 @@ for (let c = 0; c < nChunks; ++c) {
   session.dispose?.();
   for (let j = 0; j < base.nScored; ++j) {
     const logits = rows[Math.floor(base.nCtx / 2) + j];
+    if (saved !== null) fs.writeSync(saved, quantizeRow(logits, base.nVocab));
     let max = -Infinity, imax = 0;
     for (let i = 0; i < logits.length; ++i) if (logits[i] > max) { max = logits[i]; imax = i; }
     let sum = 0;
@@ -80,6 +118,7 @@ for (let c = 0; c < nChunks; ++c) {
   process.stderr.write(`[${c + 1}/${nChunks}] mean KLD so far ${(sumKld / count).toFixed(6)}\n`);
 }
 await model.dispose?.();
+if (saved !== null) fs.closeSync(saved);
 const mean = sumKld / count;
 const err = count > 10 ? Math.sqrt(Math.max(0, sumKld2 / count - mean * mean) / (count - 1)) : 0;
 const same = nSame / count;
