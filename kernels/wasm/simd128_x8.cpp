@@ -178,36 +178,23 @@ void gemm_with_mins_rows(int64_t nb, const Group* g, const ref::BlockQ8_1* y,
   store_8(out, acc[0], acc[1]);
 }
 
-void gemm_q8_0_rows(int64_t nb, const BlockQ8_0x8* g, const ref::BlockQ8_0* y,
-                    const int32_t* /*sums*/, float* out) {
-  v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
-  alignas(16) float da[kChunk];
-  for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
-    const int count = static_cast<int>(nb - b0 < kChunk ? nb - b0 : kChunk);
-    widen_fields(y + b0, count, &ref::BlockQ8_0::d, da);
-    for (int i = 0; i < count; ++i) {
-      const int64_t b = b0 + i;
-      const Act32 a(y[b].qs);
-      const v128_t d_a = wasm_f32x4_splat(da[i]);
-      for (int h = 0; h < 2; ++h) {
-        const v128_t isum =
-            transpose_sum(dot_i8_32(g[b].qs[4 * h], a), dot_i8_32(g[b].qs[4 * h + 1], a),
-                          dot_i8_32(g[b].qs[4 * h + 2], a), dot_i8_32(g[b].qs[4 * h + 3], a));
-        acc[h] = add_scaled(acc[h], isum, g[b].d + 4 * h, d_a);
-      }
-    }
-  }
-  store_8(out, acc[0], acc[1]);
-}
-
-// MXFP4 and IQ4_NL (Group BlockMxfp4x8 / BlockIq4Nlx8): Q8_0's product with the weights
-// looked up from the codes; d[r] is 2^(e - 128) for MXFP4. Exact integer block sums
-// (|total| <= 32 * 127 * 128), so vec_dot's float steps give the same bits.
+// Q8_0, MXFP4 and IQ4_NL (Group BlockQ8_0x8 / BlockMxfp4x8 / BlockIq4Nlx8): int8 weights,
+// stored or looked up from the codes (|w| <= 128 either way); d[r] is 2^(e - 128) for
+// MXFP4. Exact integer block sums (|total| <= 32 * 128 * 128), so vec_dot's float steps
+// give the same bits.
 template <typename Group>
-void gemm_lut4_rows(int64_t nb, const Group* g, const ref::BlockQ8_0* y, const int32_t* /*sums*/,
-                    float* out) {
-  const v128_t table =
-      load(std::is_same_v<Group, BlockMxfp4x8> ? ref::kMxfp4Values : ref::kIq4NlValues);
+void gemm_signed_rows(int64_t nb, const Group* g, const ref::BlockQ8_0* y, const int32_t* /*sums*/,
+                      float* out) {
+  constexpr bool kQ8_0 = std::is_same_v<Group, BlockQ8_0x8>;
+  v128_t table = wasm_i32x4_splat(0);
+  if constexpr (!kQ8_0) table = load(std::is_same_v<Group, BlockMxfp4x8> ? ref::kMxfp4Values : ref::kIq4NlValues);
+  const auto dot = [&](const Group& blk, int r, const Act32& a) {
+    if constexpr (kQ8_0) {
+      return dot_i8_32(blk.qs[r], a);
+    } else {
+      return dot_lut4(table, blk.qs[r], a);
+    }
+  };
   v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
   alignas(16) float da[kChunk];
   for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
@@ -218,9 +205,8 @@ void gemm_lut4_rows(int64_t nb, const Group* g, const ref::BlockQ8_0* y, const i
       const Act32 a(y[b].qs);
       const v128_t d_a = wasm_f32x4_splat(da[i]);
       for (int h = 0; h < 2; ++h) {
-        const v128_t isum = transpose_sum(
-            dot_lut4(table, g[b].qs[4 * h], a), dot_lut4(table, g[b].qs[4 * h + 1], a),
-            dot_lut4(table, g[b].qs[4 * h + 2], a), dot_lut4(table, g[b].qs[4 * h + 3], a));
+        const v128_t isum = transpose_sum(dot(g[b], 4 * h, a), dot(g[b], 4 * h + 1, a),
+                                          dot(g[b], 4 * h + 2, a), dot(g[b], 4 * h + 3, a));
         acc[h] = add_scaled(acc[h], isum, g[b].d + 4 * h, d_a);
       }
     }
@@ -373,7 +359,7 @@ void gemm_x8_q5_1(int64_t n, const void* group, const void* a, size_t a_stride,
 
 void gemm_x8_q8_0(int64_t n, const void* group, const void* a, size_t a_stride,
                   const int32_t* a_sums, int nc, float* out, size_t out_stride) {
-  over_tokens<BlockQ8_0x8, ref::BlockQ8_0, kQK, gemm_q8_0_rows>(n, group, a, a_stride, a_sums, nc,
+  over_tokens<BlockQ8_0x8, ref::BlockQ8_0, kQK, gemm_signed_rows<BlockQ8_0x8>>(n, group, a, a_stride, a_sums, nc,
                                                                 out, out_stride);
 }
 
@@ -392,13 +378,13 @@ void gemm_x8_q6_k(int64_t n, const void* group, const void* a, size_t a_stride,
 // MXFP4, IQ4_NL and IQ4_XS read no a_sums (the routed MoE experts have none to give).
 void gemm_x8_mxfp4(int64_t n, const void* group, const void* a, size_t a_stride,
                    const int32_t* /*a_sums*/, int nc, float* out, size_t out_stride) {
-  over_tokens<BlockMxfp4x8, ref::BlockQ8_0, kQK, gemm_lut4_rows<BlockMxfp4x8>>(
+  over_tokens<BlockMxfp4x8, ref::BlockQ8_0, kQK, gemm_signed_rows<BlockMxfp4x8>>(
       n, group, a, a_stride, nullptr, nc, out, out_stride);
 }
 
 void gemm_x8_iq4_nl(int64_t n, const void* group, const void* a, size_t a_stride,
                     const int32_t* /*a_sums*/, int nc, float* out, size_t out_stride) {
-  over_tokens<BlockIq4Nlx8, ref::BlockQ8_0, kQK, gemm_lut4_rows<BlockIq4Nlx8>>(
+  over_tokens<BlockIq4Nlx8, ref::BlockQ8_0, kQK, gemm_signed_rows<BlockIq4Nlx8>>(
       n, group, a, a_stride, nullptr, nc, out, out_stride);
 }
 

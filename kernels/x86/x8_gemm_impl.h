@@ -208,35 +208,16 @@ inline __m256i sum8_signed(const __m256i* wabs, const __m256i* w, const int8_t* 
   return lanes;
 }
 
-// Q8_0 x Q8_0: signed weights; |w| against a with w's sign (a is never -128).
-template <class Dot, int NC>
-void gemm_q8_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/,
-               float* out, size_t out_stride) {
-  const auto* g = static_cast<const BlockQ8_0x8*>(group);
-  const int64_t nb = n / kQK;
-  __m256 acc[NC];
-  for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    prefetch_ahead(g, b);
-    __m256i w[8];
-    __m256i wabs[8];
-    for (int k = 0; k < 8; ++k) {
-      w[k] = load_256(g[b].q[k]);
-      wabs[k] = _mm256_sign_epi8(w[k], w[k]);  // -128 becomes 128 as an unsigned byte
-    }
-    const __m256 dw = f16x8(g[b].d);
-    for (int c = 0; c < NC; ++c) {
-      const ref::BlockQ8_0& ab = token_blocks<ref::BlockQ8_0>(a, a_stride, c)[b];
-      const __m256i lanes = sum8_signed<Dot>(wabs, w, ab.qs);
-      acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(f16_to_f32(ab.d))), _mm256_cvtepi32_ps(lanes), acc[c]);
-    }
+// The signed-weight groups: Q8_0's stored bytes and the 4-bit lookup types' codes
+// (Q4_0's arrangement: BlockMxfp4x8, and BlockQ4_0x8 holding IQ4_NL rows) looked up in
+// `table` (both 128-bit halves; Q8_0 ignores it). w[k] = elements 4k .. 4k + 3 of the 8
+// rows as signed bytes, wabs[k] = |w[k]| (Q8_0's -128 becomes 128 as an unsigned byte).
+inline void decode_signed(const BlockQ8_0x8& blk, __m256i /*table*/, __m256i* w, __m256i* wabs) {
+  for (int k = 0; k < 8; ++k) {
+    w[k] = load_256(blk.q[k]);
+    wabs[k] = _mm256_sign_epi8(w[k], w[k]);
   }
-  for (int c = 0; c < NC; ++c) _mm256_storeu_ps(out + static_cast<size_t>(c) * out_stride, acc[c]);
 }
-
-// The 4-bit lookup types: w[k] = elements 4k .. 4k + 3 of the 8 rows as signed weights
-// (|w| <= 127), the codes (Q4_0's arrangement) looked up in `table` (both 128-bit halves),
-// and wabs[k] = |w[k]|.
 inline void decode_lut4(const uint8_t (&q)[4][kRows][4], __m256i table, __m256i* w, __m256i* wabs) {
   unpack_nibbles(q, w);
   for (int k = 0; k < 8; ++k) {
@@ -244,26 +225,30 @@ inline void decode_lut4(const uint8_t (&q)[4][kRows][4], __m256i table, __m256i*
     wabs[k] = _mm256_sign_epi8(w[k], w[k]);
   }
 }
+template <typename Block>
+inline void decode_signed(const Block& blk, __m256i table, __m256i* w, __m256i* wabs) {
+  decode_lut4(blk.q, table, w, wabs);
+}
 
 inline __m256i lut4_table(const int8_t* values) {
   return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values)));
 }
 
-// The 8 rows' weight scales: IQ4_NL's f16 d (BlockQ4_0x8), MXFP4's exponent halves.
-inline __m256 lut4_scales(const BlockQ4_0x8& blk) {
+// The 8 rows' weight scales: the f16 d (Q8_0, IQ4_NL in BlockQ4_0x8), MXFP4's exponent halves.
+template <typename Block>
+inline __m256 signed_scales(const Block& blk) {
   return f16x8(blk.d);
 }
-inline __m256 lut4_scales(const BlockMxfp4x8& blk) {
+inline __m256 signed_scales(const BlockMxfp4x8& blk) {
   return e8m0_halves8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk.e)));
 }
 
-// MXFP4 and IQ4_NL x Q8_0 (Block BlockMxfp4x8 / BlockQ4_0x8 holding IQ4_NL rows): the
-// looked-up weights take Q8_0's signed product; no activation sums needed.
+// Q8_0, MXFP4 and IQ4_NL x Q8_0: signed weights, |w| against a with w's sign (a is never
+// -128); no activation sums needed.
 template <class Dot, int NC, typename Block>
-void gemm_lut4(int64_t n, const void* group, const void* a, size_t a_stride, const int8_t* values, float* out,
-               size_t out_stride) {
+void gemm_signed(int64_t n, const void* group, const void* a, size_t a_stride, __m256i table, float* out,
+                 size_t out_stride) {
   const auto* g = static_cast<const Block*>(group);
-  const __m256i table = lut4_table(values);
   const int64_t nb = n / kQK;
   __m256 acc[NC];
   for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
@@ -271,8 +256,8 @@ void gemm_lut4(int64_t n, const void* group, const void* a, size_t a_stride, con
     prefetch_ahead(g, b);
     __m256i w[8];
     __m256i wabs[8];
-    decode_lut4(g[b].q, table, w, wabs);
-    const __m256 dw = lut4_scales(g[b]);
+    decode_signed(g[b], table, w, wabs);
+    const __m256 dw = signed_scales(g[b]);
     for (int c = 0; c < NC; ++c) {
       const ref::BlockQ8_0& ab = token_blocks<ref::BlockQ8_0>(a, a_stride, c)[b];
       const __m256i lanes = sum8_signed<Dot>(wabs, w, ab.qs);
@@ -282,14 +267,19 @@ void gemm_lut4(int64_t n, const void* group, const void* a, size_t a_stride, con
   for (int c = 0; c < NC; ++c) _mm256_storeu_ps(out + static_cast<size_t>(c) * out_stride, acc[c]);
 }
 template <class Dot, int NC>
+void gemm_q8_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/,
+               float* out, size_t out_stride) {
+  gemm_signed<Dot, NC, BlockQ8_0x8>(n, group, a, a_stride, _mm256_setzero_si256(), out, out_stride);
+}
+template <class Dot, int NC>
 void gemm_mxfp4(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/,
                 float* out, size_t out_stride) {
-  gemm_lut4<Dot, NC, BlockMxfp4x8>(n, group, a, a_stride, ref::kMxfp4Values, out, out_stride);
+  gemm_signed<Dot, NC, BlockMxfp4x8>(n, group, a, a_stride, lut4_table(ref::kMxfp4Values), out, out_stride);
 }
 template <class Dot, int NC>
 void gemm_iq4_nl(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* /*a_sums*/,
                  float* out, size_t out_stride) {
-  gemm_lut4<Dot, NC, BlockQ4_0x8>(n, group, a, a_stride, ref::kIq4NlValues, out, out_stride);
+  gemm_signed<Dot, NC, BlockQ4_0x8>(n, group, a, a_stride, lut4_table(ref::kIq4NlValues), out, out_stride);
 }
 
 // IQ4_XS x Q8_K (BlockIq4Xsx8): per sub-block, the looked-up weights' signed product times
