@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -23,12 +25,50 @@ bool more_typical(const TokenCandidate& a, const TokenCandidate& b) {
   return a.id < b.id;
 }
 
-// NaN and +inf cannot be ordered or normalised; -inf is a legitimate mask.
-void check_logits(std::span<const float> logits) {
+// The largest logit and whether any is NaN, in one branch-free pass the compiler
+// vectorises (a decode step scans the whole vocabulary once per sequence).
+struct LogitScan {
+  float max;
+  bool nan;
+};
+
+LogitScan scan_logits(std::span<const float> logits) {
+  constexpr size_t kLanes = 16;
+  constexpr uint32_t kInfBits = 0x7f800000u;  // |x| above it: NaN
+  float top[kLanes];
+  uint32_t mag[kLanes] = {};
+  std::fill(top, top + kLanes, -std::numeric_limits<float>::infinity());
+  const auto step = [](float v, float& t, uint32_t& m) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    bits &= 0x7fffffffu;
+    m = bits > m ? bits : m;
+    t = v > t ? v : t;  // a NaN never wins
+  };
+  const size_t n = logits.size();
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (size_t j = 0; j < kLanes; ++j) step(logits[i + j], top[j], mag[j]);
+  }
+  for (; i < n; ++i) step(logits[i], top[0], mag[0]);
+  LogitScan s{top[0], mag[0] > kInfBits};
+  for (size_t j = 1; j < kLanes; ++j) {
+    s.max = top[j] > s.max ? top[j] : s.max;
+    s.nan = s.nan || mag[j] > kInfBits;
+  }
+  return s;
+}
+
+bool acceptable(const LogitScan& s) {
+  return !s.nan && std::isfinite(s.max);
+}
+
+// NaN and +inf cannot be ordered or normalised; -inf is a legitimate mask. Throws
+// naming the first offending logit.
+[[noreturn]] void throw_bad_logits(std::span<const float> logits) {
   if (logits.empty()) {
     throw std::invalid_argument("sampler: logits are empty; expected one per vocabulary entry");
   }
-  bool any_finite = false;
   for (size_t i = 0; i < logits.size(); ++i) {
     const float v = logits[i];
     if (std::isnan(v) || v == std::numeric_limits<float>::infinity()) {
@@ -36,12 +76,13 @@ void check_logits(std::span<const float> logits) {
                                   (std::isnan(v) ? "nan" : "+inf") +
                                   "; expected a finite value or -inf");
     }
-    any_finite = any_finite || std::isfinite(v);
   }
-  if (!any_finite) {
-    throw std::invalid_argument("sampler: all " + std::to_string(logits.size()) +
-                                " logits are -inf; expected at least one finite logit");
-  }
+  throw std::invalid_argument("sampler: all " + std::to_string(logits.size()) +
+                              " logits are -inf; expected at least one finite logit");
+}
+
+void check_logits(std::span<const float> logits) {
+  if (logits.empty() || !acceptable(scan_logits(logits))) throw_bad_logits(logits);
 }
 
 // Shrinks the list to its first n items.
@@ -114,11 +155,11 @@ void apply_penalties(std::span<float> logits, std::span<const int32_t> recent,
 }
 
 int32_t argmax_token(std::span<const float> logits) {
-  check_logits(logits);
+  if (logits.empty()) throw_bad_logits(logits);
+  const LogitScan s = scan_logits(logits);
+  if (!acceptable(s)) throw_bad_logits(logits);
   size_t best = 0;
-  for (size_t i = 1; i < logits.size(); ++i) {
-    if (logits[i] > logits[best]) best = i;  // strict: the lowest id keeps ties
-  }
+  while (logits[best] != s.max) ++best;  // the lowest id keeps ties
   return static_cast<int32_t>(best);
 }
 

@@ -80,6 +80,7 @@ void gemm_q4_k(int64_t n, const void* group, const void* a, size_t a_stride,
   __m256 acc[NC][2];
   for (int c = 0; c < NC; ++c) acc[c][0] = acc[c][1] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / kQK_K; ++b) {
+    if constexpr (NC >= 2) prefetch_ahead<8>(g, b);
     const BlockQ4_Kx8& blk = g[b];
     const ref::BlockQ8_K* ab[NC];
     __m256i neg_b[NC][2];  // -B_s as int16, broadcast: s = 0 .. 3, s = 4 .. 7

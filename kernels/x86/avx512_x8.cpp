@@ -71,6 +71,7 @@ void gemm_q4_k(int64_t n, const void* group, const void* a, size_t a_stride,
   __m512 acc[NC];
   for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
   for (int64_t b = 0; b < n / kQK_K; ++b) {
+    if constexpr (NC >= 2) prefetch_ahead<8>(g, b);
     const BlockQ4_Kx8& blk = g[b];
     const ref::BlockQ8_K* ab[NC];
     __m512i isum[NC];

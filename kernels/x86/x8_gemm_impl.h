@@ -48,11 +48,13 @@ inline float f16_to_f32(uint16_t h) {
 // more than on bandwidth, and the hardware prefetcher alone leaves the core idle on a
 // group's interleaved streams. Into L2, not L1: an L1 prefetch holds a fill buffer the
 // loads need. Q4_K's product reads its groups front to back and streams faster without
-// it (avx512_x8.cpp); Q6_K's, reading a block in three streams, needs it.
+// it for one token; for several (batched decode) it computes long enough per block that
+// the loads fall behind unless asked for 8 blocks on. Q6_K's, reading a block in three
+// streams, needs it always.
 constexpr int kAhead = 4;
-template <typename Block>
+template <int Ahead = kAhead, typename Block>
 inline void prefetch_ahead(const Block* blocks, int64_t b) {
-  const char* p = reinterpret_cast<const char*>(blocks + b + kAhead);
+  const char* p = reinterpret_cast<const char*>(blocks + b + Ahead);
   for (size_t i = 0; i < sizeof(Block); i += 64) _mm_prefetch(p + i, _MM_HINT_T1);
 }
 

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <stdexcept>
 #include <vector>
 
@@ -54,6 +55,39 @@ TEST_CASE("argmax_token picks the largest logit, lowest id on ties", "[sampling]
   CHECK(argmax_token(std::vector<float>{0.0f, 0.0f, 0.0f}) == 0);
   CHECK(argmax_token(std::vector<float>{-1.0f, -0.5f, 2.5f}) == 2);
   CHECK_THROWS_AS(argmax_token(std::vector<float>{-inf, -inf}), std::invalid_argument);
+}
+
+TEST_CASE("argmax_token and make_candidates scan vocabulary-sized rows", "[sampling]") {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-30.0f, 30.0f);
+  for (size_t n : {size_t{15}, size_t{16}, size_t{17}, size_t{1000}, size_t{49152}, size_t{49157}}) {
+    std::vector<float> logits(n);
+    for (float& v : logits) v = dist(rng);
+    size_t expected = 0;
+    for (size_t i = 1; i < n; ++i) {
+      if (logits[i] > logits[expected]) expected = i;
+    }
+    CHECK(argmax_token(logits) == static_cast<int32_t>(expected));
+    // ties: a later copy of the maximum, in another lane and in the tail, keeps the first
+    logits[n - 1] = logits[expected];
+    logits[(expected + 5) % n] = logits[expected];
+    CHECK(argmax_token(logits) == static_cast<int32_t>(std::min(expected, (expected + 5) % n)));
+    for (size_t bad : {size_t{0}, n / 2 + 3, n - 1}) {
+      std::vector<float> with_nan = logits;
+      with_nan[bad] = std::nanf("");
+      CHECK_THROWS_WITH(argmax_token(with_nan), Catch::Contains("token " + std::to_string(bad) + " is nan"));
+      std::vector<TokenCandidate> storage;
+      CHECK_THROWS_WITH(make_candidates(with_nan, storage), Catch::Contains("is nan"));
+      std::vector<float> with_inf = logits;
+      with_inf[bad] = inf;
+      CHECK_THROWS_WITH(argmax_token(with_inf), Catch::Contains("token " + std::to_string(bad) + " is +inf"));
+    }
+    std::vector<float> masked(n, -inf);
+    CHECK_THROWS_WITH(argmax_token(masked), Catch::Contains("logits are -inf"));
+    masked[n - 2] = -1e30f;
+    CHECK(argmax_token(masked) == static_cast<int32_t>(n - 2));
+  }
 }
 
 TEST_CASE("compute_softmax gives the normalised exponentials", "[sampling]") {
