@@ -94,8 +94,8 @@ KvCache::KvCache(int n_layer, int n_ctx, int k_dim, int v_dim, GgmlType type, st
 void KvCache::store(int layer, int pos, const float* k, const float* v) {
   uint8_t* kd = k_row_mut(layer, pos);
   if (type_ == GgmlType::F16) {
-    uint16_t* kh = reinterpret_cast<uint16_t*>(kd);
-    for (int i = 0; i < k_dim_; ++i) kh[i] = fp32_to_fp16(k[i]);
+    // Every table's f16 rows round as fp32_to_fp16 does (tests/kernels/*/ pin the bits).
+    kernels().of(GgmlType::F16).quantize_row(k, kd, k_dim_);
     uint16_t* vd = const_cast<uint16_t*>(v_row(layer, 0)) + cell(layer, pos);
     for (int i = 0; i < v_dim_; ++i) vd[static_cast<size_t>(i) * cells_[layer]] = fp32_to_fp16(v[i]);
     return;

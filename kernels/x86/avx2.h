@@ -25,6 +25,8 @@ void quantize_row_q8_1(const float* src, void* dst, int64_t n);  // bit-exact wi
 float vec_dot_f32(int64_t n, const void* w, const void* a);  // a: F32
 float vec_dot_f16(int64_t n, const void* w, const void* a);  // a: F16
 float vec_dot_bf16(int64_t n, const void* w, const void* a);  // a: BF16
+void quantize_row_f16(const float* src, void* dst, int64_t n);    // bit-exact with ref
+void dequantize_row_f16(const void* src, float* dst, int64_t n);  // bit-exact with ref
 
 // ---- k-quants, 256-element super-blocks (avx2_kquants.cpp)
 float vec_dot_q2_k(int64_t n, const void* w, const void* a);     // a: Q8_K

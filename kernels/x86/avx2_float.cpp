@@ -3,6 +3,8 @@
 // (32 independent chains), reduced at the end. ref sums in double, so the two agree to
 // float rounding of the accumulation: |avx2 - ref| <= (n / 32 + 16) * 2^-24 * sum|w a|
 // (chains of n / 32 + 3 steps, a 5-level reduction, up to 7 tail adds, ref's one rounding).
+// Also the f16 row conversions (the KV cache's K rows, attention's query rows) with F16C,
+// bit-exact with ref's fp32_to_fp16 / fp16_to_fp32 for every input, NaNs included.
 #include "kernels/fp16.h"
 #include "kernels/x86/avx2.h"
 #include "kernels/x86/avx2_common.h"
@@ -53,7 +55,50 @@ float dot_rows(int64_t n, const T* w, const T* a) {
   return sum;
 }
 
+// Eight floats to halves as fp32_to_fp16 rounds them. vcvtps2ph already rounds to nearest
+// even (65520 and up to inf, subnormal halves, signed zeros) but keeps a NaN's payload bits,
+// where ref gives every NaN sign | 0x7E00: NaN lanes become sign | quiet NaN first.
+inline __m128i encode_f16(__m256 x) {
+  const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+  const __m256 quiet = _mm256_or_ps(_mm256_and_ps(x, _mm256_set1_ps(-0.0f)),
+                                    _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)));
+  return _mm256_cvtps_ph(_mm256_blendv_ps(x, quiet, nan),
+                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+// Eight halves to floats as fp16_to_fp32 widens them. vcvtph2ps sets the quiet bit (float
+// bit 22) of a signalling NaN; ref keeps the half's bits, so that bit is cleared again
+// where the half is a NaN whose own quiet bit (bit 9) is clear.
+inline __m256 decode_f16(__m128i h) {
+  const __m256i bits = _mm256_castps_si256(_mm256_cvtph_ps(h));
+  const __m256i wide = _mm256_cvtepu16_epi32(h);
+  const __m256i magnitude = _mm256_and_si256(wide, _mm256_set1_epi32(0x7FFF));
+  const __m256i nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7C00));
+  const __m256i quiet_bit = _mm256_set1_epi32(0x400000);
+  const __m256i signalling = _mm256_andnot_si256(_mm256_slli_epi32(wide, 13), quiet_bit);
+  return _mm256_castsi256_ps(_mm256_andnot_si256(_mm256_and_si256(nan, signalling), bits));
+}
+
 }  // namespace
+
+void quantize_row_f16(const float* src, void* dst, int64_t n) {
+  auto* h = static_cast<uint16_t*>(dst);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(h + i), encode_f16(_mm256_loadu_ps(src + i)));
+  }
+  for (; i < n; ++i) h[i] = fp32_to_fp16(src[i]);
+}
+
+void dequantize_row_f16(const void* src, float* dst, int64_t n) {
+  const auto* h = static_cast<const uint16_t*>(src);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(dst + i,
+                     decode_f16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i))));
+  }
+  for (; i < n; ++i) dst[i] = fp16_to_fp32(h[i]);
+}
 
 float vec_dot_f32(int64_t n, const void* w, const void* a) {
   return dot_rows<float, load_f32, scalar_f32>(n, static_cast<const float*>(w),

@@ -46,6 +46,9 @@ KernelTable build_avx2_table() {
   quant(G::Q8_0, avx2::quantize_row_q8_0);
   quant(G::Q8_1, avx2::quantize_row_q8_1);
   quant(G::Q8_K, avx2::quantize_row_q8_k);
+  // f16 rows: the KV cache's K stores, attention's query rows, the values it decodes.
+  quant(G::F16, avx2::quantize_row_f16);
+  t.types[static_cast<uint32_t>(G::F16)].dequantize_row = avx2::dequantize_row_f16;
   // Model quantizers (runnel quantize): ref's k-quant searches on 8 groups at once.
   RUNNEL_SET_GROUP_FIT_QUANTIZERS(t, avx2);
   // Batched prefill products: the activation formats pack, the weight types multiply.

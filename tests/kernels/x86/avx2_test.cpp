@@ -8,16 +8,21 @@
 //  - Float dots (F32, F16): |avx2 - ref| <= (n / 32 + 16) * 2^-24 * S + 1e-30: 32 float
 //    FMA chains of n / 32 steps, a 5-level reduction and up to 7 tail adds, against ref's
 //    double sum rounded once.
+//  - f16 rows (quantize_row / dequantize_row): bit-exact with ref for every input, NaNs
+//    included.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "kernels/fp16.h"
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
 #include "kernels/ref/blocks.h"
+#include "kernels/x86/avx2.h"
 #include "kernels/x86/avx512_dots.h"
 #include "kernels/x86/x86.h"
 #include "tests/kernels/float_gemm_test_util.h"
@@ -205,6 +210,115 @@ TEST_CASE("AVX2 F32, F16 and BF16 dots match ref", "[avx2]") {
         CHECK(got != 0.0f);
       }
     }
+  }
+}
+
+// ---------------------------------------------------------------- f16 rows
+
+// The x86 tables that should hold the AVX2 f16 rows: AVX2's, and AVX-512's built on it.
+std::vector<const KernelTable*> f16_row_tables() {
+  std::vector<const KernelTable*> tables;
+  for (const KernelTable* t : {avx2_kernels(), avx512_kernels()}) {
+    if (t != nullptr) tables.push_back(t);
+  }
+  return tables;
+}
+
+TEST_CASE("AVX2 f16 rows encode exactly like ref: every half, its neighbours and midpoints",
+          "[avx2]") {
+  if (avx2_or_warn() == nullptr) return;
+  // quantize_row_f16 (the KV cache's K stores, attention's query rows) must round as
+  // fp32_to_fp16 does. Inputs: every half's float value, the floats one ulp either side,
+  // the midpoints to the next half and one ulp either side of them (the ties and the
+  // rounding boundaries: subnormal, normal, overflow to inf), inf, NaNs and random bits.
+  std::vector<float> x;
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const float v = fp16_to_fp32(static_cast<uint16_t>(h));
+    const uint32_t b = test::bits_of(v);
+    x.push_back(v);
+    if ((b & 0x7FFFFFFFu) >= 0x7F800000u) continue;  // inf / NaN: neighbours are not floats
+    x.push_back(f32_from_bits(b + 1));
+    if (b & 0x7FFFFFFFu) x.push_back(f32_from_bits(b - 1));
+    if ((h & 0x7FFFu) < 0x7C00u) {
+      // midpoint to the next half away from zero (for 0x7BFF: 65520, the overflow boundary)
+      const double next = (h & 0x7FFFu) == 0x7BFFu ? std::copysign(65536.0, v)
+                                                   : fp16_to_fp32(static_cast<uint16_t>(h + 1));
+      const float mid = static_cast<float>((static_cast<double>(v) + next) / 2);
+      const uint32_t m = test::bits_of(mid);
+      x.push_back(mid);
+      x.push_back(f32_from_bits(m + 1));
+      x.push_back(f32_from_bits(m - 1));
+    }
+  }
+  using Limits = std::numeric_limits<float>;
+  for (float v : {Limits::infinity(), -Limits::infinity(), Limits::max(), -Limits::max(),
+                  Limits::denorm_min(), -Limits::denorm_min(), 1e-30f, -1e-30f, 70000.0f, -1e10f,
+                  0x1p-25f, -0x1p-25f}) {
+    x.push_back(v);
+  }
+  // Quiet and signalling NaNs of both signs, payloads in the bits F16C would keep or drop.
+  for (uint32_t nan : {0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0xFF800001u, 0x7FFFFFFFu,
+                       0xFFFFFFFFu, 0x7FA00000u, 0x7F802000u, 0xFFBFE000u, 0x7FC01000u})
+    x.push_back(f32_from_bits(nan));
+  Rng rng(2024);
+  for (int i = 0; i < 200000; ++i) x.push_back(f32_from_bits(static_cast<uint32_t>(rng.next())));
+  x.resize(x.size() / 8 * 8 + 5);  // + a tail shorter than a vector
+  std::vector<uint16_t> got(x.size()), want(x.size());
+  const int64_t n = static_cast<int64_t>(x.size());
+  avx2::quantize_row_f16(x.data(), got.data(), n);
+  ref_kernels().of(GgmlType::F16).quantize_row(x.data(), want.data(), n);
+  int bad = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (got[i] != want[i] && bad++ < 5) {
+      INFO("float bits " << test::bits_of(x[i]) << ": ref " << want[i] << ", avx2 " << got[i]);
+      CHECK(got[i] == want[i]);
+    }
+  }
+  CHECK(bad == 0);
+  // Rows shorter than a vector, and a vector plus a tail, leave what follows them alone.
+  for (int64_t len = 1; len <= 17; ++len) {
+    INFO("n " << len);
+    std::vector<uint16_t> short_row(static_cast<size_t>(len) + 1, 0xABCD);
+    avx2::quantize_row_f16(x.data(), short_row.data(), len);
+    CHECK(std::equal(short_row.begin(), short_row.end() - 1, want.begin()));
+    CHECK(short_row.back() == 0xABCD);
+  }
+  for (const KernelTable* t : f16_row_tables()) {
+    INFO("table " << t->isa);
+    CHECK(t->of(GgmlType::F16).quantize_row == avx2::quantize_row_f16);
+  }
+}
+
+TEST_CASE("AVX2 f16 rows decode exactly like ref, all 65536 halfs", "[avx2]") {
+  if (avx2_or_warn() == nullptr) return;
+  // Bit for bit, NaNs included: F16C quiets a signalling NaN half, ref keeps its bits.
+  std::vector<uint16_t> h(65536 + 5);  // + a tail shorter than a vector
+  for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<uint16_t>(i);
+  const int64_t n = static_cast<int64_t>(h.size());
+  std::vector<float> got(h.size()), want(h.size());
+  avx2::dequantize_row_f16(h.data(), got.data(), n);
+  ref_kernels().of(GgmlType::F16).dequantize_row(h.data(), want.data(), n);
+  int bad = 0;
+  for (size_t i = 0; i < h.size(); ++i) {
+    if (test::bits_of(got[i]) != test::bits_of(want[i]) && bad++ < 5) {
+      INFO("f16 bits " << h[i] << ": ref " << test::bits_of(want[i]) << ", avx2 "
+                       << test::bits_of(got[i]));
+      CHECK(test::bits_of(got[i]) == test::bits_of(want[i]));
+    }
+  }
+  CHECK(bad == 0);
+  for (int64_t len = 1; len <= 17; ++len) {
+    INFO("n " << len);
+    const size_t first = 0x7C00 - 4;  // inf and the NaNs after it land in vector and tail lanes
+    std::vector<float> short_row(static_cast<size_t>(len) + 1, -7.0f);
+    avx2::dequantize_row_f16(h.data() + first, short_row.data(), len);
+    for (int64_t i = 0; i < len; ++i)
+      CHECK(test::bits_of(short_row[static_cast<size_t>(i)]) == test::bits_of(want[first + i]));
+    CHECK(short_row.back() == -7.0f);
+  }
+  for (const KernelTable* t : f16_row_tables()) {
+    INFO("table " << t->isa);
+    CHECK(t->of(GgmlType::F16).dequantize_row == avx2::dequantize_row_f16);
   }
 }
 
@@ -573,13 +687,17 @@ TEST_CASE("The AVX2 table is the ref table with the AVX2 entries swapped in", "[
     INFO("type id " << id);
     CHECK(x.supported == r.supported);
     CHECK(x.vec_dot_type == r.vec_dot_type);
-    CHECK(x.dequantize_row == r.dequantize_row);
     CHECK((x.vec_dot == nullptr) == (r.vec_dot == nullptr));
     replaced += (x.vec_dot != r.vec_dot) + (x.quantize_row != r.quantize_row) +
-                (x.quantize_row_weighted != r.quantize_row_weighted);
+                (x.quantize_row_weighted != r.quantize_row_weighted) +
+                (x.dequantize_row != r.dequantize_row);
   }
-  // 16 dots + 3 activation quantizers + Q2_K, Q4_K, Q5_K, Q6_K plain and weighted + Q3_K weighted
-  CHECK(replaced == 28);
+  // 16 dots + 3 activation quantizers + Q2_K, Q4_K, Q5_K, Q6_K plain and weighted + Q3_K
+  // weighted + F16's row encode and decode
+  CHECK(replaced == 30);
+  const TypeKernels& f16 = avx2->of(GgmlType::F16);
+  CHECK(f16.quantize_row == avx2::quantize_row_f16);
+  CHECK(f16.dequantize_row == avx2::dequantize_row_f16);
   REQUIRE(avx2_float_ops() != nullptr);
   CHECK(avx2_float_ops()->isa == "avx2");
 }
@@ -610,6 +728,7 @@ TEST_CASE("The AVX-512 table is the AVX2 table with the VNNI gemm and dot entrie
     const bool q3_k = id == static_cast<uint32_t>(GgmlType::Q3_K);
     CHECK((x.quantize_row == a.quantize_row) != k_quant_model);
     CHECK((x.quantize_row_weighted == a.quantize_row_weighted) != (k_quant_model || q3_k));
+    CHECK(x.dequantize_row == a.dequantize_row);  // F16's is the AVX2 one
     CHECK(x.gemm_pack == a.gemm_pack);
     // BF16 prompts keep the per-token vdpbf16ps dot where the CPU has it (faster there).
     const bool dropped = id == static_cast<uint32_t>(GgmlType::BF16) && cpu_has_avx512_bf16();
