@@ -7,6 +7,7 @@
 //   node scripts/serve_bench.mjs [--models a.gguf,b.gguf] [--levels 1,2,4,8] [--rounds 3]
 //                                [--tokens 64] [--prompt-words 96] [--threads 2] [--ctx 512]
 //                                [--peer llama-server|none] [--llama-args '--poll 0']
+//                                [--runnel-args='--lookup-ngram 0']
 //   env: RUNNEL_BIN (default build-release/runnel), LLAMA_SERVER (default
 //   build-llama.cpp/build/bin/llama-server, built by scripts/build_llama_cpp.sh llama-server)
 // Default model: models/bench/llama-1b-q4_k_m.gguf (scripts/gen_bench_models.sh 1b q4_k_m).
@@ -44,7 +45,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const run = promisify(execFile);
 const usage = "usage: node scripts/serve_bench.mjs [--models a.gguf,b.gguf] [--levels 1,2,4,8] [--rounds 3] " +
               "[--tokens 64] [--prompt-words 96] [--threads 2] [--ctx 512] [--peer llama-server|none] " +
-              "[--llama-args '--poll 0']";
+              "[--llama-args '--poll 0'] [--runnel-args='--lookup-ngram 0']";
 const opts = parseCli("serve_bench", usage, {
   models: {type: "string", default: path.join(root, "models/bench/llama-1b-q4_k_m.gguf")},
   levels: {type: "string", default: "1,2,4,8"},
@@ -55,6 +56,7 @@ const opts = parseCli("serve_bench", usage, {
   ctx: {type: "string", default: "512"},
   peer: {type: "string", default: "llama-server"},
   "llama-args": {type: "string", default: ""},
+  "runnel-args": {type: "string", default: ""},
 });
 const levels = positiveIntList("serve_bench", usage, "--levels", opts.levels);
 const rounds = positiveInt("serve_bench", usage, "--rounds", opts.rounds);
@@ -259,7 +261,8 @@ async function benchLevel(model, level, endIds, seedBase) {
   const runnelPort = await freePort();
   const runnel = await startServer("runnel", runnelBin, [
     "serve", "-m", model, "--host", "127.0.0.1", "--port", String(runnelPort), "-t", String(threads), "-c", String(ctx),
-    "--slots", String(level), "--queue", String(Math.max(8, level)), "--log-disable"], runnelPort);
+    "--slots", String(level), "--queue", String(Math.max(8, level)), "--log-disable",
+    ...opts["runnel-args"].split(" ").filter(Boolean)], runnelPort);
   let llama = null;
   if (withPeer) {
     const llamaPort = await freePort();
@@ -335,7 +338,7 @@ console.log(`${threads} thread(s); ${nTokens} generated tokens a request (end to
             `prompts of ${nWords} random words; ${ctx} tokens of context a slot; median of ${rounds} rounds a level ` +
             `(servers alternating), TTFT percentiles over all requests of those rounds; ` +
             `${((Date.now() - started) / 60000).toFixed(1)} min`);
-console.log(`runnel ${runnelVersion.trim()}` + (withPeer ? `; llama-server ${llamaVersion} (-np C -c C*${ctx}` +
+console.log(`runnel ${runnelVersion.trim()}${opts["runnel-args"] ? ` (${opts["runnel-args"]})` : ""}` + (withPeer ? `; llama-server ${llamaVersion} (-np C -c C*${ctx}` +
             `${opts["llama-args"] ? ` ${opts["llama-args"]}` : ""})` : ""));
 for (const {model, endIds, rows} of tables) {
   const nPrompt = rows.flatMap((r) => r.runnel.nPrompt);
