@@ -73,8 +73,8 @@ class AttentionScratch {
 //   q     [n_tokens, n_head * head_dim]
 //   out   [n_tokens, n_head * head_dim_v]
 // (token, head) pairs are split statically over n_tasks_for(par, pairs) tasks (at most
-// the scratch's). Where the kernels offer FloatOps::dot_f16_f32_multi (SIMD128 and x86)
-// and the scratch takes whole groups, a task takes a (token, kv
+// the scratch's). Where the kernels offer FloatOps::dot_f16_f32_multi (SIMD128, which
+// has no f16 conversion) and the scratch takes whole groups, a task takes a (token, kv
 // head) pair instead, and each K slice and V row is widened once for the group's query
 // heads; the results are the per-head ones bit for bit.
 // sinks [n_head] (gpt-oss; nullptr: none): a logit per query head that joins its

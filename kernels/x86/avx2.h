@@ -27,11 +27,6 @@ float vec_dot_f16(int64_t n, const void* w, const void* a);  // a: F16
 float vec_dot_bf16(int64_t n, const void* w, const void* a);  // a: BF16
 void quantize_row_f16(const float* src, void* dst, int64_t n);    // bit-exact with ref
 void dequantize_row_f16(const void* src, float* dst, int64_t n);  // bit-exact with ref
-// Attention's FloatOps::dot_f16_f32 / _multi (contracts in kernels/ops.h): vec_dot_f16's
-// bits where a holds the widened f16 activation's values.
-float dot_f16_f32(int64_t n, const uint16_t* w, const float* a);
-void dot_f16_f32_multi(int64_t n, const uint16_t* w, const float* a, int64_t a_stride, int n_a,
-                       float* out, int64_t out_stride);
 
 // ---- k-quants, 256-element super-blocks (avx2_kquants.cpp)
 float vec_dot_q2_k(int64_t n, const void* w, const void* a);     // a: Q8_K

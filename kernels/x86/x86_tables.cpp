@@ -132,10 +132,6 @@ FloatOps build_avx2_float_ops() {
   ops.scale = avx2::scale;
   ops.axpy = avx2::axpy;
   ops.rope_apply = avx2::rope_apply;
-  // Attention's grouped path: a K slice / V row converted once for a kv head's query
-  // heads, with vec_dot_f16's bits (touch_rows stays null: no gain from it here).
-  ops.dot_f16_f32 = avx2::dot_f16_f32;
-  ops.dot_f16_f32_multi = avx2::dot_f16_f32_multi;
   return ops;
 }
 

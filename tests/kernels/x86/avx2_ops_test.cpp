@@ -10,17 +10,13 @@
 //  - gelu, geglu, softcap: the bounds of tests/kernels/activation_test_util.h (10u, 12u and
 //    12u relative, derived there) on random rows, a dense sweep and adversarial values;
 //    measured against glibc's expf / tanhf: gelu 3.9u, geglu 4.4u, softcap 5.3u.
-//  - dot_f16_f32, dot_f16_f32_multi (attention's f16 rows against widened queries /
-//    probabilities): avx2::vec_dot_f16's bits (its bound against ref: avx2_test.cpp).
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
 
-#include "kernels/fp16.h"
 #include "kernels/ops.h"
-#include "kernels/x86/avx2.h"
 #include "kernels/x86/x86.h"
 #include "tests/kernels/activation_test_util.h"
 #include "tests/kernels/test_util.h"
@@ -331,152 +327,6 @@ TEST_CASE("AVX2 softcap matches ref", "[avx2]") {
   test::check_softcap(*f);
 }
 
-// ---------------------------------------------------------------- attention's f16 dots
-
-// An f16 row of n elements for the dot tests. kind 0: bell; 1: bell * 300 (large products);
-// 2: symmetric * 1e-6 (subnormal halves); the others add specials (see f16_dot_case).
-std::vector<uint16_t> f16_row(Rng& rng, int64_t n, int kind) {
-  std::vector<uint16_t> h(static_cast<size_t>(n));
-  for (auto& v : h) {
-    const float x = kind == 2 ? rng.symmetric() * 1e-6f : rng.bell() * (kind == 1 ? 300.0f : 1.0f);
-    v = fp32_to_fp16(x);
-  }
-  return h;
-}
-
-std::vector<float> widened(const std::vector<uint16_t>& h) {
-  std::vector<float> x(h.size());
-  for (size_t i = 0; i < h.size(); ++i) x[i] = fp16_to_fp32(h[i]);
-  return x;
-}
-
-constexpr uint16_t kF16Inf = 0x7C00, kF16MinusInf = 0xFC00, kF16QuietNan = 0x7E00,
-                   kF16SignallingNan = 0x7C01;
-constexpr int kF16DotKinds = 8;
-
-// A weight row w and an activation row a (f16) of kind: 0-2 as f16_row; 3: +inf in w, a
-// NaN at a's end; 4: -inf as w's last element (the scalar tail for most n); 5: +inf in w
-// against a zero (NaN); 6: a signalling NaN in a (widened, still signalling); 7: +inf in w
-// and in a at the same place (inf).
-struct F16DotCase {
-  std::vector<uint16_t> w, a;
-};
-
-F16DotCase f16_dot_case(Rng& rng, int64_t n, int kind) {
-  F16DotCase c{f16_row(rng, n, kind < 3 ? kind : 0), f16_row(rng, n, kind == 2 ? 2 : 0)};
-  const size_t mid = static_cast<size_t>(n / 2), last = static_cast<size_t>(n - 1);
-  switch (kind) {
-    case 3:
-      c.w[mid] = kF16Inf;
-      c.a[last] = kF16QuietNan;
-      break;
-    case 4:
-      c.w[last] = kF16MinusInf;
-      c.a[last] = 0x3C00;  // 1.0: the result is -inf
-      break;
-    case 5:
-      c.w[mid] = kF16Inf;
-      c.a[mid] = 0x8000;  // -0.0
-      break;
-    case 6:
-      c.a[mid] = kF16SignallingNan;
-      break;
-    case 7:
-      for (auto& v : c.w) v &= 0x7FFF;  // all products >= 0: inf + finite stays inf
-      for (auto& v : c.a) v &= 0x7FFF;
-      c.w[mid] = kF16Inf;
-      c.a[mid] = kF16Inf;
-      break;
-    default:
-      break;
-  }
-  return c;
-}
-
-// got must be want bit for bit; NaN only needs to be NaN (payloads may differ).
-bool same_dot(float got, float want) {
-  return std::isnan(want) ? std::isnan(got) : test::bits_of(got) == test::bits_of(want);
-}
-
-TEST_CASE("AVX2 dot_f16_f32 gives vec_dot_f16's bits, its activation widened once", "[avx2]") {
-  // Attention rounds the query / probabilities to f16 and, with dot_f16_f32, widens them
-  // once per head instead of once per row: the same products (f16 -> f32 is exact) in the
-  // same chains, lane sums and tail, so the same bits.
-  const FloatOps* f = avx2_ops_or_warn();
-  if (f == nullptr) return;
-  REQUIRE(f->dot_f16_f32 != nullptr);
-  std::vector<int64_t> lengths;
-  for (int64_t n = 1; n <= 300; ++n) lengths.push_back(n);
-  for (int64_t n : {511, 512, 513, 1000, 4096 + 7}) lengths.push_back(n);
-  int specials = 0;
-  for (int64_t n : lengths) {
-    for (int kind = 0; kind < kF16DotKinds; ++kind) {
-      Rng rng(static_cast<uint64_t>(n) * 11 + static_cast<uint64_t>(kind));
-      const F16DotCase c = f16_dot_case(rng, n, kind);
-      const std::vector<float> a = widened(c.a);
-      const float want = avx2::vec_dot_f16(n, c.w.data(), c.a.data());
-      const float got = f->dot_f16_f32(n, c.w.data(), a.data());
-      INFO("n " << n << ", kind " << kind << ": vec_dot_f16 " << want << ", dot_f16_f32 " << got);
-      // the specials give what they are meant to, so both sides see them
-      if (kind == 3 || kind == 5 || kind == 6) CHECK(std::isnan(want));
-      if (kind == 4) CHECK(want == -std::numeric_limits<float>::infinity());
-      if (kind == 7) CHECK(want == std::numeric_limits<float>::infinity());
-      if (kind < 2 && n >= 8) CHECK(want != 0.0f);  // kind 2's sums of tiny products can be 0
-      specials += kind >= 3 && !std::isfinite(want);
-      if (!same_dot(got, want)) CHECK(test::bits_of(got) == test::bits_of(want));
-    }
-  }
-  CHECK(specials == static_cast<int>(lengths.size()) * (kF16DotKinds - 3));
-}
-
-TEST_CASE("AVX2 dot_f16_f32_multi gives each row dot_f16_f32's bits and writes only its outputs",
-          "[avx2]") {
-  // Attention's query heads that share a kv head: rows in passes of 3, the rest in one
-  // pass of 2 or 1; every row's bits must not depend on its pass.
-  const FloatOps* f = avx2_ops_or_warn();
-  if (f == nullptr) return;
-  const auto multi = f->dot_f16_f32_multi;
-  REQUIRE(multi != nullptr);
-  REQUIRE(f->dot_f16_f32 != nullptr);
-  const float kUntouched = -12345.5f;
-  for (int64_t n : {1, 5, 7, 8, 9, 24, 31, 32, 33, 40, 63, 64, 100, 128, 200, 257, 4096 + 7}) {
-    for (int n_a = 1; n_a <= 9; ++n_a) {
-      for (int64_t a_pad : {0, 3, 16}) {
-        for (int64_t out_stride : {1, 3}) {
-          const int kind = static_cast<int>((n + n_a + a_pad) % kF16DotKinds);
-          INFO("n " << n << ", rows " << n_a << ", a_stride n + " << a_pad << ", out_stride "
-                    << out_stride << ", kind " << kind);
-          Rng rng(static_cast<uint64_t>(n) * 131 + static_cast<uint64_t>(n_a) * 17 +
-                  static_cast<uint64_t>(a_pad) * 3 + static_cast<uint64_t>(out_stride));
-          const std::vector<uint16_t> w = f16_dot_case(rng, n, kind).w;
-          // Each row its own case of the same kind (a NaN or inf where the kind puts one);
-          // the last row ends the buffer, so an over-read shows under ASan.
-          const int64_t a_stride = n + a_pad;
-          std::vector<float> a(static_cast<size_t>((n_a - 1) * a_stride + n), 0.5f);
-          for (int j = 0; j < n_a; ++j) {
-            const std::vector<float> row = widened(f16_dot_case(rng, n, kind).a);
-            std::copy(row.begin(), row.end(), a.begin() + j * a_stride);
-          }
-          std::vector<float> out(static_cast<size_t>(n_a * out_stride + 4), kUntouched);
-          multi(n, w.data(), a.data(), a_stride, n_a, out.data(), out_stride);
-          for (size_t e = 0; e < out.size(); ++e) {
-            const int64_t pos = static_cast<int64_t>(e);
-            if (pos % out_stride == 0 && pos / out_stride < n_a) {
-              const int64_t j = pos / out_stride;
-              const float want = f->dot_f16_f32(n, w.data(), a.data() + j * a_stride);
-              INFO("row " << j << ": multi " << out[e] << ", dot_f16_f32 " << want);
-              if (!same_dot(out[e], want)) CHECK(test::bits_of(out[e]) == test::bits_of(want));
-            } else if (test::bits_of(out[e]) != test::bits_of(kUntouched)) {
-              INFO("element " << e << " written");
-              CHECK(out[e] == kUntouched);
-            }
-          }
-        }
-      }
-    }
-  }
-}
-
 TEST_CASE("The AVX2 float ops are ref's with the AVX2 entries swapped in; AVX-512 shares them",
           "[avx2]") {
   const FloatOps* f = avx2_ops_or_warn();
@@ -495,12 +345,6 @@ TEST_CASE("The AVX2 float ops are ref's with the AVX2 entries swapped in; AVX-51
   CHECK(f->geglu != r.geglu);
   CHECK(f->softcap != r.softcap);
   CHECK(f->rope_cos_sin == r.rope_cos_sin);  // double cos / sin once per position: ref's
-  // attention's grouped path: offered here, not by ref
-  CHECK(r.dot_f16_f32 == nullptr);
-  CHECK(r.dot_f16_f32_multi == nullptr);
-  CHECK(f->dot_f16_f32 == avx2::dot_f16_f32);
-  CHECK(f->dot_f16_f32_multi == avx2::dot_f16_f32_multi);
-  CHECK(f->touch_rows == nullptr);  // no gain from it on x86 (kernels/ops.h)
   const FloatOps* g = avx512_float_ops();
   if (g == nullptr) return;
   CHECK(g->rms_norm == f->rms_norm);
@@ -512,9 +356,6 @@ TEST_CASE("The AVX2 float ops are ref's with the AVX2 entries swapped in; AVX-51
   CHECK(g->softcap == f->softcap);
   CHECK(g->axpy == f->axpy);
   CHECK(g->rope_apply == f->rope_apply);
-  CHECK(g->dot_f16_f32 == f->dot_f16_f32);
-  CHECK(g->dot_f16_f32_multi == f->dot_f16_f32_multi);
-  CHECK(g->touch_rows == nullptr);
 }
 
 }  // namespace
