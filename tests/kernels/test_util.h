@@ -6,8 +6,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <vector>
 
+#include "kernels/fp16.h"
 #include "kernels/kernels.h"
 #include "kernels/types.h"
 
@@ -90,6 +92,47 @@ inline uint32_t bits_of(float f) {
   uint32_t u;
   std::memcpy(&u, &f, sizeof u);
   return u;
+}
+
+// Inputs for an f16 row encoder that must round as fp32_to_fp16 does: every half's float
+// value, the floats one ulp either side, the midpoints to the next half and one ulp either
+// side of them (the ties and the rounding boundaries: subnormal, normal, overflow to inf),
+// inf, extremes, quiet and signalling NaNs of both signs (payloads a conversion instruction
+// would keep or drop) and random bits; the length leaves a tail shorter than 8.
+inline std::vector<float> f16_encode_inputs() {
+  std::vector<float> x;
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const float v = fp16_to_fp32(static_cast<uint16_t>(h));
+    const uint32_t b = bits_of(v);
+    x.push_back(v);
+    if ((b & 0x7FFFFFFFu) >= 0x7F800000u) continue;  // inf / NaN: neighbours are not floats
+    x.push_back(f32_from_bits(b + 1));
+    if (b & 0x7FFFFFFFu) x.push_back(f32_from_bits(b - 1));
+    if ((h & 0x7FFFu) < 0x7C00u) {
+      // midpoint to the next half away from zero (for 0x7BFF: 65520, the overflow boundary)
+      const double next = (h & 0x7FFFu) == 0x7BFFu ? std::copysign(65536.0, v)
+                                                   : fp16_to_fp32(static_cast<uint16_t>(h + 1));
+      const float mid = static_cast<float>((static_cast<double>(v) + next) / 2);
+      const uint32_t m = bits_of(mid);
+      x.push_back(mid);
+      x.push_back(f32_from_bits(m + 1));
+      x.push_back(f32_from_bits(m - 1));
+    }
+  }
+  using Limits = std::numeric_limits<float>;
+  for (float v : {Limits::infinity(), -Limits::infinity(), Limits::max(), -Limits::max(),
+                  Limits::denorm_min(), -Limits::denorm_min(), 1e-30f, -1e-30f, 70000.0f, -1e10f,
+                  0x1p-25f, -0x1p-25f}) {
+    x.push_back(v);
+  }
+  for (uint32_t nan : {0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0xFF800001u, 0x7FFFFFFFu,
+                       0xFFFFFFFFu, 0x7FA00000u, 0x7F802000u, 0xFFBFE000u, 0x7FC01000u}) {
+    x.push_back(f32_from_bits(nan));
+  }
+  Rng rng(2024);
+  for (int i = 0; i < 200000; ++i) x.push_back(f32_from_bits(static_cast<uint32_t>(rng.next())));
+  x.resize(x.size() / 8 * 8 + 5);
+  return x;
 }
 
 }  // namespace runnel::test

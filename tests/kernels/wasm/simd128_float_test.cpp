@@ -178,38 +178,8 @@ TEST_CASE("SIMD128 dot_f16_f32 matches ref's F16 dot, its activation widened onc
 TEST_CASE("SIMD128 f16 rows encode exactly like ref: every half, its neighbours and midpoints",
           "[simd128]") {
   // quantize_row_f16 (the KV cache's stores, attention's query / probabilities) must round
-  // as fp32_to_fp16 does. Inputs: every half's float value, the floats one ulp either side,
-  // the midpoints to the next half and one ulp either side of them (the ties and the
-  // rounding boundaries: subnormal, normal, overflow to inf), inf, NaNs and random bits.
-  std::vector<float> x;
-  for (uint32_t h = 0; h < 0x10000; ++h) {
-    const float v = fp16_to_fp32(static_cast<uint16_t>(h));
-    const uint32_t b = test::bits_of(v);
-    x.push_back(v);
-    if ((b & 0x7FFFFFFFu) >= 0x7F800000u) continue;  // inf / NaN: neighbours are not floats
-    x.push_back(f32_from_bits(b + 1));
-    if (b & 0x7FFFFFFFu) x.push_back(f32_from_bits(b - 1));
-    if ((h & 0x7FFFu) < 0x7C00u) {
-      // midpoint to the next half away from zero (for 0x7BFF: 65520, the overflow boundary)
-      const double next = (h & 0x7FFFu) == 0x7BFFu ? std::copysign(65536.0, v)
-                                                   : fp16_to_fp32(static_cast<uint16_t>(h + 1));
-      const float mid = static_cast<float>((static_cast<double>(v) + next) / 2);
-      const uint32_t m = test::bits_of(mid);
-      x.push_back(mid);
-      x.push_back(f32_from_bits(m + 1));
-      x.push_back(f32_from_bits(m - 1));
-    }
-  }
-  for (float v : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                  std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
-                  std::numeric_limits<float>::denorm_min(), 1e-30f, -1e-30f, 70000.0f, -1e10f}) {
-    x.push_back(v);
-  }
-  for (uint32_t nan : {0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0x7FFFFFFFu})
-    x.push_back(f32_from_bits(nan));
-  Rng rng(2024);
-  for (int i = 0; i < 200000; ++i) x.push_back(f32_from_bits(static_cast<uint32_t>(rng.next())));
-  x.resize(x.size() / 8 * 8 + 5);  // + a tail shorter than a vector
+  // as fp32_to_fp16 does (inputs: test_util.h).
+  const std::vector<float> x = test::f16_encode_inputs();
   std::vector<uint16_t> got(x.size()), want(x.size());
   const int64_t n = static_cast<int64_t>(x.size());
   simd128::quantize_row_f16(x.data(), got.data(), n);
