@@ -10,33 +10,27 @@
 // difference of the rates with its paired standard error
 //   d = (n_row - n_own) / N,  se = sqrt(n_row + n_own - (n_row - n_own)^2 / N) / N,
 // and the verdict "no worse" unless d < -1.645 se (worse at the one-sided 5% level).
-import fs from 'node:fs';
+import { openBase } from './kld_base.mjs';
 
 function usage() {
   console.error('usage: node scripts/lib/kld_paired.mjs --base FLASH.kld --own NONFLASH.kld NAME=FILE.kld ...');
   process.exit(2);
 }
 
-// The top token of every scored position of a base file, with the file's tokens.
+// The top token of every scored position of a base file, with the file's header (its
+// sizes and tokens).
 function readTops(file) {
-  const bytes = fs.readFileSync(file);
-  if (bytes.subarray(0, 8).toString('latin1') !== '_logits_') throw new Error(`${file}: not a KL-divergence base`);
-  const nCtx = bytes.readInt32LE(8), nVocab = bytes.readInt32LE(12), nChunk = bytes.readInt32LE(16);
-  const rowsStart = 20 + 4 * nChunk * nCtx;
-  const rowBytes = 2 * (2 * Math.ceil(nVocab / 2) + 4);
-  const nScored = nCtx - 1 - Math.floor(nCtx / 2);
-  if (bytes.length !== rowsStart + nChunk * nScored * rowBytes) {
-    throw new Error(`${file}: ${bytes.length} bytes, expected ${rowsStart + nChunk * nScored * rowBytes}`);
+  const base = openBase(file);
+  const tops = new Int32Array(base.nChunk * base.nScored);
+  for (let c = 0; c < base.nChunk; ++c) {
+    for (let j = 0; j < base.nScored; ++j) {
+      const { levels } = base.row(c, j);
+      let best = 0;
+      for (let i = 1; i < levels.length; ++i) if (levels[i] > levels[best]) best = i;
+      tops[c * base.nScored + j] = best;
+    }
   }
-  const tops = new Int32Array(nChunk * nScored);
-  for (let r = 0; r < tops.length; ++r) {
-    const levels = new Uint16Array(bytes.buffer, bytes.byteOffset + rowsStart + r * rowBytes + 8, nVocab);
-    let best = 0;
-    for (let i = 1; i < nVocab; ++i) if (levels[i] > levels[best]) best = i;
-    tops[r] = best;
-  }
-  const tokens = Buffer.from(bytes.subarray(20, rowsStart));
-  return { nCtx, nVocab, nChunk, tokens, tops };
+  return { header: base.header, tops };
 }
 
 const args = process.argv.slice(2);
@@ -52,7 +46,7 @@ if (!basePath || !ownPath || rows.length === 0) usage();
 
 const base = readTops(basePath);
 const own = readTops(ownPath);
-const same = (a, b) => a.nCtx === b.nCtx && a.nVocab === b.nVocab && a.nChunk === b.nChunk && a.tokens.equals(b.tokens);
+const same = (a, b) => a.header.equals(b.header);  // sizes and tokens
 if (!same(base, own)) throw new Error(`${ownPath}: not the text, windows and vocabulary of ${basePath}`);
 const n = base.tops.length;
 

@@ -14,6 +14,7 @@ import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 
 import { loadModel } from '../../wasm/js/index.js';
+import { openBase } from './kld_base.mjs';
 
 const kLogProbFloor = -16;  // base log-probs at or below it are left out, as natively
 
@@ -24,26 +25,6 @@ const { values: opt } = parseArgs({
 if (!opt.model || !opt.base) {
   console.error('usage: node scripts/lib/kld_wasm.mjs --model M.gguf --base BASE [--isa ISA] [--chunks N]');
   process.exit(2);
-}
-
-// The header of a base file and a reader of its rows (uint16 arrays).
-function openBase(file) {
-  const bytes = fs.readFileSync(file);
-  if (bytes.subarray(0, 8).toString('latin1') !== '_logits_') throw new Error(`${file}: not a KL-divergence base`);
-  const nCtx = bytes.readInt32LE(8), nVocab = bytes.readInt32LE(12), nChunk = bytes.readInt32LE(16);
-  const tokens = new Int32Array(bytes.buffer.slice(bytes.byteOffset + 20, bytes.byteOffset + 20 + 4 * nChunk * nCtx));
-  const rowU16 = 2 * Math.ceil(nVocab / 2) + 4;
-  const rowsStart = 20 + 4 * nChunk * nCtx;
-  const nScored = nCtx - 1 - Math.floor(nCtx / 2);
-  if (bytes.length !== rowsStart + nChunk * nScored * rowU16 * 2) {
-    throw new Error(`${file}: ${bytes.length} bytes, expected ${rowsStart + nChunk * nScored * rowU16 * 2}`);
-  }
-  const row = (chunk, j) => {
-    const off = rowsStart + (chunk * nScored + j) * rowU16 * 2;
-    return { scale: bytes.readFloatLE(off), min: bytes.readFloatLE(off + 4),
-             levels: new Uint16Array(bytes.buffer.slice(bytes.byteOffset + off + 8, bytes.byteOffset + off + 8 + 2 * nVocab)) };
-  };
-  return { nCtx, nVocab, nChunk, tokens, nScored, row, header: bytes.subarray(0, rowsStart) };
 }
 
 // One base row of logits: log-softmax levels over [max(min, max - 16), max] in 65535 steps
