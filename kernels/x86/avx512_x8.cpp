@@ -135,9 +135,9 @@ inline __m512i select_bits(__m512i c, __m512i a, __m512i b) {
   return _mm512_ternarylogic_epi32(c, a, b, 0xCA);
 }
 
-// Quarter i (elements 32i + 8k .. + 7 of half h) of BlockQ6_Kx8 as q + 32 in [0, 63], or
-// for i = 3 as 4 (q + 32): its bits 2m, 2m + 1 sit in bits 6-7 of quarter m's bytes, and
-// two selects and an AND put them in bits 2-7 of the byte (no byte shift on x86).
+// Quarter i (elements 32i + 8k .. + 7 of half h) of BlockQ6_Kx8 as q + 32 in [0, 63]:
+// quarter 3's bits 2m, 2m + 1 sit in bits 6-7 of quarter m's bytes, and two selects, an AND
+// and a 16-bit shift (no byte shift on x86) bring them down.
 inline __m512i q6_quarter(const BlockQ6_Kx8& blk, int h, int k, int i) {
   if (i < 3) return _mm512_and_si512(_mm512_loadu_si512(blk.q[h][i][k]), _mm512_set1_epi8(0x3F));
   const __m512i t =
@@ -145,14 +145,14 @@ inline __m512i q6_quarter(const BlockQ6_Kx8& blk, int h, int k, int i) {
                   _mm512_srli_epi16(_mm512_loadu_si512(blk.q[h][1][k]), 2));
   const __m512i u = select_bits(_mm512_set1_epi8(static_cast<char>(0xF0)), t,
                                 _mm512_srli_epi16(_mm512_loadu_si512(blk.q[h][0][k]), 4));
-  return _mm512_and_si512(u, _mm512_set1_epi8(static_cast<char>(0xFC)));
+  return _mm512_srli_epi16(_mm512_and_si512(u, _mm512_set1_epi8(static_cast<char>(0xFC))), 2);
 }
 
 // Q6_K x Q8_K on 512 bits (BlockQ6_Kx8: row r in int32 lanes 2r, 2r + 1): quants as q + 32
-// in [0, 63] (quarter 3 as 4 (q + 32), <= 8 * 252 * 127 per lane). The 2 vpdpbusd steps of a
-// 16-element group (<= 8 * 63 * 127 per lane) take the group's signed scale by vpmulld;
-// the -32 comes back through the Q8_K bsums, two groups per vpmaddwd on 8 row lanes. A
-// row's lanes fold into lane 2r per block, where the zero-extended f16 d lands.
+// in [0, 63]. vpmaddubsw pairs of a 16-element group add up to at most 4 * 63 * 128 in int16,
+// and one vpdpwssd takes the group's signed scale. The -32 comes back through the Q8_K bsums:
+// per block the 8 rows' scales times -32, four vpdpwssd a column. A row's lanes fold into
+// lane 2r per block, where the zero-extended f16 d lands.
 template <class Dot, int NC>
 void gemm_q6_k(int64_t n, const void* group, const void* a, size_t a_stride,
                const int32_t* /*a_sums*/, float* out, size_t out_stride) {
@@ -161,6 +161,9 @@ void gemm_q6_k(int64_t n, const void* group, const void* a, size_t a_stride,
   const __m512i dup_group[2] = {
       _mm512_set_epi32(14, 14, 12, 12, 10, 10, 8, 8, 6, 6, 4, 4, 2, 2, 0, 0),
       _mm512_set_epi32(15, 15, 13, 13, 11, 11, 9, 9, 7, 7, 5, 5, 3, 3, 1, 1)};
+  // lanes 2r, 2r + 1 <- int32 r, 8 + r
+  const __m512i interleave =
+      _mm512_set_epi32(15, 7, 14, 6, 13, 5, 12, 4, 11, 3, 10, 2, 9, 1, 8, 0);
   __m512 acc[NC];
   for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
   for (int64_t b = 0; b < n / kQK_K; ++b) {
@@ -168,41 +171,37 @@ void gemm_q6_k(int64_t n, const void* group, const void* a, size_t a_stride,
     const BlockQ6_Kx8& blk = g[b];
     const ref::BlockQ8_K* ab[NC];
     __m512i isum[NC];
-    __m256i bsum[NC];  // per row: sum over groups of scale * bsums
+    // lanes 2r, 2r + 1: row r's scales of groups (4q, 4q + 1), (4q + 2, 4q + 3) times -32, so
+    // that one vpdpwssd with the broadcast bsums 4q .. 4q + 3 adds a column's -32 term
+    __m512i neg_sc[4];
+    for (int q = 0; q < 4; ++q) {
+      const __m512i s16 = _mm512_cvtepi8_epi16(load_256(blk.scales[2 * q]));
+      neg_sc[q] = _mm512_mullo_epi16(_mm512_permutexvar_epi32(interleave, s16),
+                                     _mm512_set1_epi16(-32));
+    }
     for (int c = 0; c < NC; ++c) {
       ab[c] = &token_blocks<ref::BlockQ8_K>(a, a_stride, c)[b];
       isum[c] = _mm512_setzero_si512();
-      bsum[c] = _mm256_setzero_si256();
-    }
-    for (int p = 0; p < kQK_K / 32; ++p) {
-      const __m256i sc_pairs =
-          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales[p])));
-      for (int c = 0; c < NC; ++c) {
-        int32_t bs;
-        std::memcpy(&bs, ab[c]->bsums + 2 * p, sizeof bs);
-        bsum[c] = _mm256_add_epi32(bsum[c], _mm256_madd_epi16(sc_pairs, _mm256_set1_epi32(bs)));
+      for (int q = 0; q < 4; ++q) {
+        int64_t bs;
+        std::memcpy(&bs, ab[c]->bsums + 4 * q, sizeof bs);
+        isum[c] = _mm512_dpwssd_epi32(isum[c], neg_sc[q], _mm512_set1_epi64(bs));
       }
     }
     for (int h = 0; h < 2; ++h) {
-      __m512i sc[4][2];  // quarter i: groups 8h + 2i, 8h + 2i + 1
       for (int i = 0; i < 4; ++i) {
         const __m512i pair = _mm512_cvtepi8_epi32(
             _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales[4 * h + i])));
-        sc[i][0] = _mm512_permutexvar_epi32(dup_group[0], pair);
-        sc[i][1] = _mm512_permutexvar_epi32(dup_group[1], pair);
-      }
-      for (int kk = 0; kk < 2; ++kk) {  // elements 16kk .. 16kk + 15 of each quarter
-        for (int i = 0; i < 4; ++i) {
-          // one quarter at a time (its bytes reloaded from L1) keeps prefill's 8 tokens'
-          // sums in registers
+        for (int kk = 0; kk < 2; ++kk) {
+          const __m512i s32 = _mm512_permutexvar_epi32(dup_group[kk], pair);
+          const __m512i sc = _mm512_mask_blend_epi16(0xAAAAAAAA, s32, _mm512_slli_epi32(s32, 16));
           const __m512i v0 = q6_quarter(blk, h, 2 * kk, i);
           const __m512i v1 = q6_quarter(blk, h, 2 * kk + 1, i);
           for (int c = 0; c < NC; ++c) {
             const int8_t* aq = ab[c]->qs + 128 * h + 32 * i + 16 * kk;
-            __m512i part = _mm512_dpbusd_epi32(
-                _mm512_dpbusd_epi32(_mm512_setzero_si512(), v0, bcast8(aq)), v1, bcast8(aq + 8));
-            if (i == 3) part = _mm512_srai_epi32(part, 2);  // exact: quarter 3 came as 4 (q + 32)
-            isum[c] = _mm512_add_epi32(isum[c], _mm512_mullo_epi32(part, sc[i][kk]));
+            const __m512i p16 = _mm512_add_epi16(_mm512_maddubs_epi16(v0, bcast8(aq)),
+                                                 _mm512_maddubs_epi16(v1, bcast8(aq + 8)));
+            isum[c] = _mm512_dpwssd_epi32(isum[c], p16, sc);
           }
         }
       }
@@ -211,9 +210,7 @@ void gemm_q6_k(int64_t n, const void* group, const void* a, size_t a_stride,
     const __m512 dw = _mm512_cvtph_ps(
         _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.d))));
     for (int c = 0; c < NC; ++c) {
-      const __m512i folded =
-          _mm512_sub_epi32(_mm512_add_epi32(isum[c], _mm512_srli_epi64(isum[c], 32)),
-                           _mm512_slli_epi32(_mm512_cvtepi32_epi64(bsum[c]), 5));
+      const __m512i folded = _mm512_add_epi32(isum[c], _mm512_srli_epi64(isum[c], 32));
       acc[c] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(ab[c]->d)),
                                _mm512_cvtepi32_ps(folded), acc[c]);
     }
