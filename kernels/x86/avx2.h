@@ -24,6 +24,8 @@ void quantize_row_q8_1(const float* src, void* dst, int64_t n);  // bit-exact wi
 // ---- float rows (avx2_float.cpp)
 float vec_dot_f32(int64_t n, const void* w, const void* a);  // a: F32
 float vec_dot_f16(int64_t n, const void* w, const void* a);  // a: F16
+// FloatOps::dot_f16_f32: vec_dot_f16's bits with a holding the widened halves
+float dot_f16_f32(int64_t n, const uint16_t* w, const float* a);
 float vec_dot_bf16(int64_t n, const void* w, const void* a);  // a: BF16
 void quantize_row_f16(const float* src, void* dst, int64_t n);    // bit-exact with ref
 void dequantize_row_f16(const void* src, float* dst, int64_t n);  // bit-exact with ref

@@ -3,6 +3,8 @@
 // (32 independent chains), reduced at the end. ref sums in double, so the two agree to
 // float rounding of the accumulation: |avx2 - ref| <= (n / 32 + 16) * 2^-24 * sum|w a|
 // (chains of n / 32 + 3 steps, a 5-level reduction, up to 7 tail adds, ref's one rounding).
+// dot_f16_f32 is the F16 dot with its activation already widened (attention widens a
+// query or a row of probabilities once, not once per K or V row): the same bits.
 // Also the f16 row conversions (the KV cache's K rows, attention's query rows) with F16C,
 // bit-exact with ref's fp32_to_fp16 / fp16_to_fp32 for every input, NaNs included.
 #include "kernels/fp16.h"
@@ -38,20 +40,22 @@ inline float scalar_f16(uint16_t v) {
   return f16(v);
 }
 
-// sum_i w[i] * a[i] with 8-element vector loads Load and scalar conversion Scalar.
-template <typename T, __m256 (*Load)(const T*), float (*Scalar)(T)>
-float dot_rows(int64_t n, const T* w, const T* a) {
+// sum_i w[i] * a[i] with 8-element vector loads Load and scalar conversion Scalar (LoadA,
+// ScalarA for a, where its type differs).
+template <typename T, __m256 (*Load)(const T*), float (*Scalar)(T), typename A = T,
+          __m256 (*LoadA)(const A*) = Load, float (*ScalarA)(A) = Scalar>
+float dot_rows(int64_t n, const T* w, const A* a) {
   __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
                    _mm256_setzero_ps()};
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
     for (int k = 0; k < 4; ++k) {
-      acc[k] = _mm256_fmadd_ps(Load(w + i + 8 * k), Load(a + i + 8 * k), acc[k]);
+      acc[k] = _mm256_fmadd_ps(Load(w + i + 8 * k), LoadA(a + i + 8 * k), acc[k]);
     }
   }
-  for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(Load(w + i), Load(a + i), acc[0]);
+  for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(Load(w + i), LoadA(a + i), acc[0]);
   float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-  for (; i < n; ++i) sum += Scalar(w[i]) * Scalar(a[i]);
+  for (; i < n; ++i) sum += Scalar(w[i]) * ScalarA(a[i]);
   return sum;
 }
 
@@ -103,6 +107,10 @@ void dequantize_row_f16(const void* src, float* dst, int64_t n) {
 float vec_dot_f32(int64_t n, const void* w, const void* a) {
   return dot_rows<float, load_f32, scalar_f32>(n, static_cast<const float*>(w),
                                                static_cast<const float*>(a));
+}
+
+float dot_f16_f32(int64_t n, const uint16_t* w, const float* a) {
+  return dot_rows<uint16_t, load_f16, scalar_f16, float, load_f32, scalar_f32>(n, w, a);
 }
 
 float vec_dot_bf16(int64_t n, const void* w, const void* a) {

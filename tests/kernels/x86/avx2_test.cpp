@@ -213,6 +213,36 @@ TEST_CASE("AVX2 F32, F16 and BF16 dots match ref", "[avx2]") {
   }
 }
 
+TEST_CASE("AVX2 dot_f16_f32 gives vec_dot_f16's bits, its activation widened once", "[avx2]") {
+  // Attention widens a query (or a row of probabilities) once and dots it with every K
+  // slice (V row): a batched request and a lone one must keep the same scores.
+  if (avx2_or_warn() == nullptr) return;
+  for (const FloatOps* ops : {avx2_float_ops(), avx512_float_ops()}) {
+    if (ops == nullptr) continue;
+    CHECK(ops->dot_f16_f32 == avx2::dot_f16_f32);
+  }
+  for (int64_t n : {1, 7, 8, 31, 32, 33, 64, 100, 128, 576, 4096}) {
+    for (int kind = 0; kind < 3; ++kind) {
+      INFO("n " << n << ", kind " << kind);
+      Rng rng(static_cast<uint64_t>(n) * 7 + static_cast<uint64_t>(kind));
+      std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        x[i] = kind == 2 ? rng.symmetric() * 1e-6f : rng.bell() * (kind == 1 ? 300.0f : 1.0f);
+        y[i] = kind == 2 ? rng.symmetric() * 1e-3f : rng.symmetric();  // kind 2: subnormals
+      }
+      const auto w = test::quantize(GgmlType::F16, x);
+      const auto a = test::quantize(GgmlType::F16, y);
+      std::vector<float> a_wide(static_cast<size_t>(n));
+      avx2::dequantize_row_f16(a.data(), a_wide.data(), n);
+      const float want = avx2::vec_dot_f16(n, w.data(), a.data());
+      const float got =
+          avx2::dot_f16_f32(n, reinterpret_cast<const uint16_t*>(w.data()), a_wide.data());
+      INFO("vec_dot_f16 " << want << ", dot_f16_f32 " << got);
+      CHECK(std::memcmp(&got, &want, sizeof got) == 0);
+    }
+  }
+}
+
 // ---------------------------------------------------------------- f16 rows
 
 // The x86 tables that should hold the AVX2 f16 rows: AVX2's, and AVX-512's built on it.
