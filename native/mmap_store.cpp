@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -15,6 +16,18 @@
 
 namespace runnel {
 namespace {
+
+// Transparent huge pages are 2 MiB on x86-64 and on aarch64 with 4 KiB base pages.
+constexpr size_t kHugePage = size_t{2} << 20;
+// Address space an arena reserves (committed only as copies are written): a few arenas
+// even for an 8B model, so at most a few partly used huge pages.
+constexpr size_t kArenaBytes = size_t{1} << 30;
+// Where a copy starts in its arena: a page boundary, as when each copy was a mapping.
+constexpr size_t kCopyAlign = 4096;
+
+constexpr size_t round_up(size_t n, size_t to) {
+  return (n + to - 1) / to * to;
+}
 
 // Closes the descriptor on every path out of map_file.
 class FdCloser {
@@ -68,7 +81,7 @@ MmapStore::~MmapStore() {
   for (const int fd : direct_fds_) {
     if (fd >= 0) ::close(fd);
   }
-  for (const auto& [addr, n_bytes] : copies_) ::munmap(addr, n_bytes);
+  for (const Arena& a : arenas_) ::munmap(a.base, a.size);
   for (const Mapping& m : maps_) {
     ::munmap(m.addr, m.n_bytes);
     if (m.fd >= 0) ::close(m.fd);
@@ -217,14 +230,38 @@ ExpertCacheStats MmapStore::expert_stats() const { return experts_ ? experts_->s
 uint8_t* MmapStore::copy_space(const GgufTensorInfo& tensor, size_t n_bytes) {
   if (tensor_streamed(tensor)) return nullptr;
   if (n_bytes == 0) return nullptr;
-  void* addr = ::mmap(nullptr, n_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (addr == MAP_FAILED) {
-    throw std::runtime_error("out of memory: cannot allocate " + std::to_string(n_bytes) + " bytes for tensor '" +
-                             tensor.name + "'");
+  size_t at = arenas_.empty() ? 0 : round_up(arenas_.back().used, kCopyAlign);
+  if (arenas_.empty() || at + n_bytes > arenas_.back().size) {
+    // A new arena, its start moved up to a huge page boundary (the rest unmapped); just
+    // this copy's size where the system refuses to reserve more (strict overcommit).
+    size_t size = round_up(std::max(n_bytes, kArenaBytes), kHugePage);
+    const auto reserve = [](size_t bytes) {
+      return ::mmap(nullptr, bytes + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                    -1, 0);
+    };
+    void* raw = reserve(size);
+    if (raw == MAP_FAILED && size > round_up(n_bytes, kHugePage)) {
+      size = round_up(n_bytes, kHugePage);
+      raw = reserve(size);
+    }
+    if (raw == MAP_FAILED) {
+      throw std::runtime_error("out of memory: cannot allocate " + std::to_string(n_bytes) + " bytes for tensor '" +
+                               tensor.name + "'");
+    }
+    auto* const start = static_cast<uint8_t*>(raw);
+    uint8_t* const base = start + (round_up(reinterpret_cast<uintptr_t>(start), kHugePage) -
+                                   reinterpret_cast<uintptr_t>(start));
+    if (base > start) ::munmap(start, static_cast<size_t>(base - start));
+    if (base + size < start + size + kHugePage) {
+      ::munmap(base + size, static_cast<size_t>(start + size + kHugePage - (base + size)));
+    }
+    (void)::madvise(base, size, MADV_HUGEPAGE);  // fewer TLB misses; a hint only
+    arenas_.push_back(Arena{base, size, 0});
+    at = 0;
   }
-  (void)::madvise(addr, n_bytes, MADV_HUGEPAGE);  // fewer TLB misses; a hint only
-  copies_.emplace_back(addr, n_bytes);
-  return static_cast<uint8_t*>(addr);
+  arenas_.back().used = at + n_bytes;
+  copied_bytes_ += n_bytes;
+  return arenas_.back().base + at;
 }
 
 void MmapStore::drop(const GgufTensorInfo& tensor) {
@@ -240,9 +277,7 @@ void MmapStore::drop(const GgufTensorInfo& tensor) {
 }
 
 uint64_t MmapStore::copy_bytes() const {
-  uint64_t total = 0;
-  for (const auto& c : copies_) total += c.second;
-  return total;
+  return copied_bytes_;
 }
 
 }  // namespace runnel

@@ -65,8 +65,9 @@ class MmapStore : public WeightStore {
   void acquire(int layer) override;
   void release(int layer) override;
   // Copies of tensors of layers that stay resident live in anonymous memory (transparent
-  // huge pages asked for: the copies are read whole every token); drop() then releases
-  // the tensor's pages of the mapping.
+  // huge pages asked for: the copies are read whole every token), one after another in
+  // 2 MiB-aligned arenas so that no 2 MiB page straddles two mappings (a page at a
+  // mapping's edge stays 4 KiB); drop() then releases the tensor's pages of the mapping.
   uint8_t* copy_space(const GgufTensorInfo& tensor, size_t n_bytes) override;
   void drop(const GgufTensorInfo& tensor) override;
   // Bytes held in copies (resident in place of their tensors' mapped pages).
@@ -105,7 +106,13 @@ class MmapStore : public WeightStore {
   std::unique_ptr<ExpertCache> experts_;
   std::map<const GgufTensorInfo*, size_t> expert_stack_;  // stack -> index in experts_
   std::vector<int> direct_fds_;                          // O_DIRECT descriptors for experts_
-  std::vector<std::pair<void*, size_t>> copies_;  // anonymous mappings from copy_space
+  struct Arena {
+    uint8_t* base;
+    size_t size;  // reserved; pages are committed as copies are written
+    size_t used;
+  };
+  std::vector<Arena> arenas_;  // anonymous mappings copy_space hands out
+  uint64_t copied_bytes_ = 0;  // what copy_space handed out
   uint64_t dropped_bytes_ = 0;                    // tensors copied and dropped
   std::function<void(uint64_t)> on_load_progress_;
 };

@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -94,6 +95,45 @@ TEST_CASE("MmapStore serves tensor bytes straight from the mapping", "[gguf][mma
   store->acquire(0);
   store->release(0);
   CHECK(std::vector<uint8_t>(b.begin(), b.end()) == q);
+}
+
+TEST_CASE("MmapStore copies sit one after another in huge-page-aligned arenas", "[gguf][mmap]") {
+  // Resident copies (repacked weights) are read whole every token: packed into 2 MiB
+  // aligned arenas, every 2 MiB page of them can be a transparent huge page, where a
+  // mapping per copy left the pages at each mapping's edges at 4 KiB.
+  TempDir dir;
+  GgufWriter w;
+  w.set_string("general.architecture", "llama");
+  w.add_tensor("blk.0.attn_q.weight", GgmlType::Q8_0, {32, 3}, pattern(3 * 34, 2));
+  w.add_tensor("blk.0.attn_k.weight", GgmlType::Q8_0, {32, 3}, pattern(3 * 34, 3));
+  w.add_tensor("blk.1.attn_q.weight", GgmlType::Q8_0, {32, 3}, pattern(3 * 34, 4));
+  const std::string path = dir.file("m.gguf");
+  w.write_file(path);
+  std::unique_ptr<MmapStore> store = MmapStore::open(path);
+  const GgufModel& model = store->model();
+
+  constexpr size_t kHuge = size_t{2} << 20;
+  const size_t sizes[] = {3 * kHuge + 100, 5000, 7 * kHuge};
+  const char* names[] = {"blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.1.attn_q.weight"};
+  std::vector<uint8_t*> copies;
+  for (int i = 0; i < 3; ++i) {
+    uint8_t* p = store->copy_space(*model.find_tensor(names[i]), sizes[i]);
+    REQUIRE(p != nullptr);
+    std::memset(p, 0x40 + i, sizes[i]);  // writable, every byte
+    copies.push_back(p);
+  }
+  CHECK(reinterpret_cast<uintptr_t>(copies[0]) % kHuge == 0);
+  for (int i = 1; i < 3; ++i) {
+    CHECK(reinterpret_cast<uintptr_t>(copies[i]) % 4096 == 0);
+    CHECK(copies[i] >= copies[i - 1] + sizes[i - 1]);  // no overlap
+    CHECK(copies[i] < copies[i - 1] + sizes[i - 1] + 4096);  // no gap beyond a page
+  }
+  for (int i = 0; i < 3; ++i) {
+    CHECK(copies[i][0] == 0x40 + i);
+    CHECK(copies[i][sizes[i] - 1] == 0x40 + i);
+  }
+  CHECK(store->copy_bytes() == sizes[0] + sizes[1] + sizes[2]);
+  CHECK(store->copy_space(*model.find_tensor(names[0]), 0) == nullptr);
 }
 
 TEST_CASE("MmapStore opens every part of a split model from the first", "[gguf][mmap]") {
