@@ -135,4 +135,30 @@ inline std::vector<float> f16_encode_inputs() {
   return x;
 }
 
+// An f16 weight row and activation of n halves for the attention dot tests, by kind:
+// 0 bell-shaped, 1 weights 300x larger, 2 subnormal halves, 3 inf in the middle weight and
+// NaN in the last activation (n > 2), 4 -inf in the last weight (for most n in a tail).
+struct F16DotRows {
+  std::vector<uint8_t> w, a;
+};
+inline F16DotRows f16_dot_rows(int64_t n, int kind) {
+  Rng rng(static_cast<uint64_t>(n) * 7 + static_cast<uint64_t>(kind));
+  std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = kind == 2 ? rng.symmetric() * 1e-6f : rng.bell() * (kind == 1 ? 300.0f : 1.0f);
+    y[i] = kind == 2 ? rng.symmetric() * 1e-3f : rng.bell();
+  }
+  F16DotRows r{quantize(GgmlType::F16, x), quantize(GgmlType::F16, y)};
+  if (kind == 3) {
+    const uint16_t inf = 0x7C00, nan = 0x7E00;
+    std::memcpy(r.w.data() + 2 * (n / 2), &inf, 2);
+    if (n > 2) std::memcpy(r.a.data() + 2 * (n - 1), &nan, 2);
+  }
+  if (kind == 4) {
+    const uint16_t minus_inf = 0xFC00;
+    std::memcpy(r.w.data() + 2 * (n - 1), &minus_inf, 2);
+  }
+  return r;
+}
+
 }  // namespace runnel::test

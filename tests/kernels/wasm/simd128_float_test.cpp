@@ -136,23 +136,8 @@ TEST_CASE("SIMD128 dot_f16_f32 matches ref's F16 dot, its activation widened onc
   for (int64_t n : {1, 7, 8, 15, 16, 17, 64, 100, 576, 4099}) {
     for (int kind = 0; kind < 5; ++kind) {
       INFO("n " << n << ", kind " << kind);
-      Rng rng(static_cast<uint64_t>(n) * 7 + static_cast<uint64_t>(kind));
-      std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
-      for (int64_t i = 0; i < n; ++i) {
-        x[i] = kind == 2 ? rng.symmetric() * 1e-6f : rng.bell() * (kind == 1 ? 300.0f : 1.0f);
-        y[i] = kind == 2 ? rng.symmetric() * 1e-3f : rng.bell();
-      }
-      auto w = test::quantize(GgmlType::F16, x);
-      auto a = test::quantize(GgmlType::F16, y);
-      if (kind == 3) {  // inf in the weights, NaN in the activation
-        const uint16_t inf = 0x7C00, nan = 0x7E00;
-        std::memcpy(w.data() + 2 * (n / 2), &inf, 2);
-        if (n > 2) std::memcpy(a.data() + 2 * (n - 1), &nan, 2);
-      }
-      if (kind == 4) {  // -inf in the last element (the zero-padded tail for most n)
-        const uint16_t minus_inf = 0xFC00;
-        std::memcpy(w.data() + 2 * (n - 1), &minus_inf, 2);
-      }
+      // kind 4: -inf in the zero-padded tail for most n
+      const auto [w, a] = test::f16_dot_rows(n, kind);
       std::vector<float> a32(static_cast<size_t>(n)), w32(static_cast<size_t>(n));
       ref_kernels().of(GgmlType::F16).dequantize_row(a.data(), a32.data(), n);
       ref_kernels().of(GgmlType::F16).dequantize_row(w.data(), w32.data(), n);

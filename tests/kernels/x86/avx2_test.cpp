@@ -222,23 +222,20 @@ TEST_CASE("AVX2 dot_f16_f32 gives vec_dot_f16's bits, its activation widened onc
     CHECK(ops->dot_f16_f32 == avx2::dot_f16_f32);
   }
   for (int64_t n : {1, 7, 8, 31, 32, 33, 64, 100, 128, 576, 4096}) {
-    for (int kind = 0; kind < 3; ++kind) {
+    for (int kind = 0; kind < 5; ++kind) {
       INFO("n " << n << ", kind " << kind);
-      Rng rng(static_cast<uint64_t>(n) * 7 + static_cast<uint64_t>(kind));
-      std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
-      for (int64_t i = 0; i < n; ++i) {
-        x[i] = kind == 2 ? rng.symmetric() * 1e-6f : rng.bell() * (kind == 1 ? 300.0f : 1.0f);
-        y[i] = kind == 2 ? rng.symmetric() * 1e-3f : rng.symmetric();  // kind 2: subnormals
-      }
-      const auto w = test::quantize(GgmlType::F16, x);
-      const auto a = test::quantize(GgmlType::F16, y);
+      const auto [w, a] = test::f16_dot_rows(n, kind);
       std::vector<float> a_wide(static_cast<size_t>(n));
       avx2::dequantize_row_f16(a.data(), a_wide.data(), n);
       const float want = avx2::vec_dot_f16(n, w.data(), a.data());
       const float got =
           avx2::dot_f16_f32(n, reinterpret_cast<const uint16_t*>(w.data()), a_wide.data());
       INFO("vec_dot_f16 " << want << ", dot_f16_f32 " << got);
-      CHECK(std::memcmp(&got, &want, sizeof got) == 0);
+      if (std::isnan(want)) {
+        CHECK(std::isnan(got));  // a NaN's payload may differ
+      } else {
+        CHECK(std::memcmp(&got, &want, sizeof got) == 0);
+      }
     }
   }
 }
