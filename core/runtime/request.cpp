@@ -2,6 +2,8 @@
 #include "core/runtime/request.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <limits>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -226,6 +228,31 @@ std::shared_ptr<const Grammar> compile_json_schema(const Engine& engine, std::st
 
 std::shared_ptr<const Grammar> compile_json_object(const Engine& engine) {
   return compile_grammar(engine, json_object_grammar(), "response_format");
+}
+
+std::vector<std::pair<int32_t, float>> parse_logit_bias(const nlohmann::json& bias, int n_vocab,
+                                                        const std::string& field) {
+  if (!bias.is_object()) {
+    throw RequestError("'" + field + "' must be an object of token id -> bias, got " + bias.type_name(), field,
+                       "invalid_type");
+  }
+  std::vector<std::pair<int32_t, float>> out;
+  for (const auto& [key, value] : bias.items()) {
+    const std::string entry = field + "." + key;
+    char* end = nullptr;
+    const long id = std::strtol(key.c_str(), &end, 10);
+    if (key.empty() || *end != '\0' || id < 0 || id >= n_vocab) {
+      throw RequestError("'" + field + "' key '" + key + "' is not a token id in [0, " + std::to_string(n_vocab) + ")",
+                         entry);
+    }
+    if (!value.is_number()) {
+      throw RequestError("'" + entry + "' must be a number, got " + value.type_name(), entry, "invalid_type");
+    }
+    const double b = value.get<double>();
+    if (!(b >= -100 && b <= 100)) throw RequestError("'" + entry + "' must be in [-100, 100], got " + value.dump(), entry);
+    out.emplace_back(static_cast<int32_t>(id), b <= -100 ? -std::numeric_limits<float>::infinity() : static_cast<float>(b));
+  }
+  return out;
 }
 
 void check_grammar_bias(const Engine& engine, const std::shared_ptr<const Grammar>& grammar,

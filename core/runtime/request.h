@@ -7,11 +7,14 @@
 // Request and pieces back out.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/chat/chat_template.h"
@@ -141,6 +144,13 @@ std::shared_ptr<const Grammar> compile_json_schema(const Engine& engine, std::st
                                                    const std::string& field = "json_schema");
 // Any JSON object (OpenAI's response_format {"type": "json_object"}).
 std::shared_ptr<const Grammar> compile_json_object(const Engine& engine);
+// OpenAI's logit_bias (`runnel serve`'s logit_bias, runnel-llm's logitBias, named by
+// `field`): an object of token id -> bias in [-100, 100], where -100 bans the token.
+// Throws RequestError naming `field` (not an object, code invalid_type) or the entry,
+// field.key (a key that is not a token id in [0, n_vocab), a bias outside the range;
+// invalid_type for a bias that is not a number).
+std::vector<std::pair<int32_t, float>> parse_logit_bias(const nlohmann::json& bias, int n_vocab,
+                                                        const std::string& field);
 // Throws RequestError naming "logit_bias" when the bias bans every token the grammar
 // allows at its start (front ends check before queueing; later in a generation the same
 // conflict ends it with std::invalid_argument).

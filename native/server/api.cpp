@@ -492,20 +492,10 @@ GenerationRequest generation_request_from_json(const json& req, bool chat, int n
     }
   }
   if (const json* bias = field(req, "logit_bias")) {
-    if (!bias->is_object()) wrong_type("logit_bias", "an object of token id -> bias", *bias);
-    for (const auto& [key, value] : bias->items()) {
-      const std::string p = "logit_bias." + key;
-      char* end = nullptr;
-      const long id = std::strtol(key.c_str(), &end, 10);
-      if (key.empty() || *end != '\0' || id < 0 || id >= n_vocab) {
-        bad("'logit_bias' key '" + key + "' is not a token id in [0, " + std::to_string(n_vocab) + ")", p);
-      }
-      if (!value.is_number()) wrong_type(p, "a number", value);
-      const double b = value.get<double>();
-      if (!(b >= -100 && b <= 100)) bad("'" + p + "' must be in [-100, 100], got " + value.dump(), p);
-      // OpenAI: -100 bans the token.
-      out.sampler.logit_bias.emplace_back(static_cast<int32_t>(id),
-                                          b <= -100 ? -std::numeric_limits<float>::infinity() : static_cast<float>(b));
+    try {
+      out.sampler.logit_bias = parse_logit_bias(*bias, n_vocab, "logit_bias");
+    } catch (const RequestError& e) {
+      throw ApiError(400, e.what(), e.field(), e.code());
     }
   }
   parse_constraint(req, out);

@@ -410,7 +410,7 @@ describe('runnel-llm and runnel serve', () => {
   test('bad request options are clear errors, as the server\'s', async () => {
     const session = model0.createSession();
     const run = (params) => collect(session.generate('x', params));
-    await assert.rejects(run({ logitBias: { 49152: 1 } }), /logitBias key '49152' is not a token id in \[0, 49152\)/);
+    await assert.rejects(run({ logitBias: { 49152: 1 } }), /'logitBias' key '49152' is not a token id in \[0, 49152\)/);
     await assert.rejects(run({ logitBias: { '-1': 1 } }), /logitBias: -1 is not a token id/);
     await assert.rejects(run({ logitBias: { 5: 101 } }), /logitBias\[5\] must be a number in \[-100, 100\]/);
     await assert.rejects(run({ logitBias: 'x' }), /logitBias must be an object/);

@@ -171,26 +171,11 @@ json model_info(const LoadedModel& m) {
   return info;
 }
 
-// params.logitBias: {"<token id>": bias in [-100, 100]} as OpenAI's logit_bias (what
-// `runnel serve` accepts); -100 bans the token.
+// params.logitBias: OpenAI's logit_bias (what `runnel serve` accepts).
 std::vector<std::pair<int32_t, float>> logit_bias(const json& p, int n_vocab) {
   const auto it = p.find("logitBias");
   if (it == p.end() || it->is_null()) return {};
-  if (!it->is_object()) throw std::invalid_argument("logitBias must be an object of token id -> bias, got " + it->dump());
-  std::vector<std::pair<int32_t, float>> out;
-  for (const auto& [key, value] : it->items()) {
-    char* end = nullptr;
-    const long id = std::strtol(key.c_str(), &end, 10);
-    if (key.empty() || *end != '\0' || id < 0 || id >= n_vocab) {
-      throw std::invalid_argument("logitBias key '" + key + "' is not a token id in [0, " + std::to_string(n_vocab) + ")");
-    }
-    if (!value.is_number() || !(value.get<double>() >= -100 && value.get<double>() <= 100)) {
-      throw std::invalid_argument("logitBias[" + key + "] must be a number in [-100, 100], got " + value.dump());
-    }
-    const double b = value.get<double>();
-    out.emplace_back(static_cast<int32_t>(id), b <= -100 ? -std::numeric_limits<float>::infinity() : static_cast<float>(b));
-  }
-  return out;
+  return parse_logit_bias(*it, n_vocab, "logitBias");
 }
 
 SamplerParams sampler_params(const json& p, int n_vocab) {

@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
+#include <nlohmann/json.hpp>
+#include <utility>
 
 #include "tests/core/model/tiny_model.h"
 
@@ -164,6 +166,28 @@ TEST_CASE("request: a request that does not fit is refused before any work, nami
   CHECK(run.stats().n_generated == 40);
   CHECK(run.finish_reason() == FinishReason::Length);
   CHECK(s2->n_context_shifts() > 0);
+}
+
+TEST_CASE("request: logit_bias is parsed once for every front end, naming the entry at fault", "[request]") {
+  using nlohmann::json;
+  const auto parsed = parse_logit_bias(json::parse(R"({"3": 2.5, "0": -100, "7": -1})"), 8, "logit_bias");
+  REQUIRE(parsed.size() == 3);
+  CHECK(parsed[0] == std::pair<int32_t, float>{0, -std::numeric_limits<float>::infinity()});  // -100 bans
+  CHECK(parsed[1] == std::pair<int32_t, float>{3, 2.5f});
+  CHECK(parsed[2] == std::pair<int32_t, float>{7, -1.0f});
+  CHECK(parse_logit_bias(json::object(), 8, "logitBias").empty());
+  const auto refused = [](const char* bias, const char* field = "logit_bias") {
+    return refusal([&] { parse_logit_bias(json::parse(bias), 8, field); });
+  };
+  CHECK(refused("[1]", "logitBias") ==
+        "logitBias/invalid_type: 'logitBias' must be an object of token id -> bias, got array");
+  CHECK(refused(R"({"8": 1})") == "logit_bias.8/invalid_value: 'logit_bias' key '8' is not a token id in [0, 8)");
+  CHECK(refused(R"({"-1": 1})") == "logit_bias.-1/invalid_value: 'logit_bias' key '-1' is not a token id in [0, 8)");
+  CHECK(refused(R"({"2x": 1})") == "logit_bias.2x/invalid_value: 'logit_bias' key '2x' is not a token id in [0, 8)");
+  CHECK(refused(R"({"": 1})") == "logit_bias./invalid_value: 'logit_bias' key '' is not a token id in [0, 8)");
+  CHECK(refused(R"({"2": "up"})") == "logit_bias.2/invalid_type: 'logit_bias.2' must be a number, got string");
+  CHECK(refused(R"({"2": 100.5})") == "logit_bias.2/invalid_value: 'logit_bias.2' must be in [-100, 100], got 100.5");
+  CHECK(refused(R"({"2": -101})") == "logit_bias.2/invalid_value: 'logit_bias.2' must be in [-100, 100], got -101");
 }
 
 TEST_CASE("request: the cached prefix is reused and gives the same reply as a fresh session", "[request]") {
