@@ -7,6 +7,8 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "kernels/ref/quant_math.h"
+
 namespace runnel {
 namespace {
 
@@ -30,16 +32,6 @@ double sum_exp(std::span<const float> logits, float max_logit) {
   double sum = 0.0;
   for (const float l : logits) sum += std::exp(l - max_logit);
   return sum;
-}
-
-// Round to nearest, ties to even, through the float mantissa: adding 1.5 * 2^23 leaves
-// the integer in the low bits. Valid for |x| < 2^22; the quantized levels are in
-// [0, 65535]. The same rounding llama-perplexity uses, so the levels match its files.
-int nearest_int(float x) {
-  const float shifted = x + 12582912.0f;
-  int32_t bits;
-  std::memcpy(&bits, &shifted, sizeof bits);
-  return (bits & 0x007fffff) - 0x00400000;
 }
 
 void check_target(std::span<const float> logits, TokenId target) {
@@ -100,8 +92,11 @@ double quantize_log_probs(std::span<const float> logits, TokenId target, std::sp
   if (scale != 0) {
     const float inv_scale = 1 / scale;
     for (size_t i = 0; i < n_vocab; ++i) {
-      // Truncated to 16 bits as llama-perplexity stores it.
-      if (logits[i] > min_logit) levels[i] = static_cast<uint16_t>(nearest_int(inv_scale * (logits[i] - min_logit)));
+      // Rounded as llama-perplexity rounds (ggml's nearest_int; levels in [0, 65535]) and
+      // truncated to 16 bits as it stores them, so the levels match its files.
+      if (logits[i] > min_logit) {
+        levels[i] = static_cast<uint16_t>(ref::nearest_int(inv_scale * (logits[i] - min_logit)));
+      }
     }
   }
   return max_logit + log_sum_exp - logits[target];

@@ -1,4 +1,5 @@
-// Small numeric helpers shared by the reference quantizers (internal to kernels/ref).
+// Small numeric helpers shared by the reference quantizers (internal to kernels/ref; core
+// also uses nearest_int for llama-perplexity's logit levels, core/runtime/perplexity.cpp).
 #pragma once
 
 #include <cstdint>
