@@ -17,10 +17,6 @@
 namespace runnel::ref {
 namespace {
 
-inline int clamp_int(int v, int lo, int hi) {
-  return v < lo ? lo : (v > hi ? hi : v);
-}
-
 // Weights of the affine fits for Q4_K / Q5_K: rms of the sub-block plus |x|.
 void rms_plus_abs_weights(const float* x, float* w) {
   float sum_x2 = 0.0f;

@@ -12,10 +12,6 @@
 namespace runnel::ref {
 namespace {
 
-inline int clamp_int(int v, int lo, int hi) {
-  return v < lo ? lo : (v > hi ? hi : v);
-}
-
 // The element of largest magnitude, sign kept; first wins ties. amax_out = its |x|.
 float signed_absmax(int n, const float* x, float* amax_out) {
   float max = 0.0f;

@@ -20,6 +20,11 @@ inline int nearest_int(float v) {
   return (bits & 0x007fffff) - 0x00400000;
 }
 
+// v clamped to [lo, hi].
+inline int clamp_int(int v, int lo, int hi) {
+  return v < lo ? lo : (v > hi ? hi : v);
+}
+
 inline float f16(uint16_t h) {
   return fp16_to_fp32(h);
 }

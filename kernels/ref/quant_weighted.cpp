@@ -22,10 +22,6 @@
 namespace runnel::ref {
 namespace {
 
-inline int clamp_int(int v, int lo, int hi) {
-  return v < lo ? lo : (v > hi ? hi : v);
-}
-
 float mean_square(const float* x, int64_t n) {
   float sum = 0.0f;
   for (int64_t i = 0; i < n; ++i) sum += x[i] * x[i];
