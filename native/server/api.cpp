@@ -417,6 +417,10 @@ GenerationRequest parse_generation_request(std::string_view body, bool chat, int
   return generation_request_from_json(parse_json_body(body), chat, n_vocab);
 }
 
+ApiError api_error(const RequestError& e, bool chat) {
+  return ApiError(400, e.what(), chat && e.field() == "prompt" ? "messages" : e.field(), e.code());
+}
+
 GenerationRequest generation_request_from_json(const json& req, bool chat, int n_vocab) {
   if (!req.is_object()) wrong_type("body", "a JSON object", req);
   GenerationRequest out;
@@ -495,7 +499,7 @@ GenerationRequest generation_request_from_json(const json& req, bool chat, int n
     try {
       out.sampler.logit_bias = parse_logit_bias(*bias, n_vocab, "logit_bias");
     } catch (const RequestError& e) {
-      throw ApiError(400, e.what(), e.field(), e.code());
+      throw api_error(e, chat);
     }
   }
   parse_constraint(req, out);

@@ -86,6 +86,10 @@ GenerationRequest generation_request_from_json(const json& body, bool chat, int 
 
 enum class Endpoint { ChatCompletions, Completions, Embeddings };
 
+// A request the core refused as OpenAI's 400, naming the field the core names (a chat's
+// prompt is its messages).
+ApiError api_error(const RequestError& e, bool chat);
+
 // The fields of an OpenAI request body that would change what the reply means but that
 // this server does not implement (the legacy functions / function_call, logprobs,
 // suffix, ...), most consequential first (function calls before logprobs). Serving such a request while ignoring them would hand

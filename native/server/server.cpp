@@ -28,12 +28,6 @@ void send_error(httplib::Response& res, const ApiError& e) {
   res.set_content(e.body().dump(), "application/json");
 }
 
-// A refused request as OpenAI's 400, naming the field (the core names it; a chat's
-// prompt is its messages).
-ApiError api_error(const RequestError& e, bool chat) {
-  return ApiError(400, e.what(), chat && e.field() == "prompt" ? "messages" : e.field(), e.code());
-}
-
 // OpenAI's finish_reason: it has no word for a full context, and "cut" (the shutdown
 // timeout) is ours.
 std::string openai_finish_reason(FinishReason reason) {
