@@ -124,9 +124,9 @@ void run_row_ranges(Parallel& par, int64_t n_out, const Fn& fn) {
   const int64_t units = (n_out + kEpilogueRows - 1) / kEpilogueRows;
   const int n_tasks = n_tasks_for(par, units);
   const auto task_fn = [&](int task) {
-    const int64_t r0 = split_begin(units, task, n_tasks) * kEpilogueRows;
-    // at least one unit each (n_tasks <= units)
-    const int64_t r1 = std::min(n_out, split_begin(units, task + 1, n_tasks) * kEpilogueRows);
+    const int64_t r0 = tapered_begin(units, task, n_tasks, par.n_threads()) * kEpilogueRows;
+    // at least one unit each (n_tasks <= units; tapered shares only from 4 units)
+    const int64_t r1 = std::min(n_out, tapered_begin(units, task + 1, n_tasks, par.n_threads()) * kEpilogueRows);
     fn(r0, r1);
   };
   par.run(n_tasks, std::ref(task_fn));  // a reference fits std::function without allocating
@@ -273,12 +273,12 @@ void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJ
     return;
   }
 
-  // The jobs' rows laid end to end, split evenly: task t owns [begin(t), begin(t+1)).
+  // The jobs' rows laid end to end, split in tapered shares: task t owns [begin(t), begin(t+1)).
   const int n_tasks = n_tasks_for(par, total_rows);
   // With repacked jobs the split points fall on whole row groups (the last one is
   // total_rows itself), so no group is computed by two tasks.
   const auto begin = [&](int task) {
-    const int64_t b = split_begin(total_rows, task, n_tasks);
+    const int64_t b = tapered_begin(total_rows, task, n_tasks, par.n_threads());
     return any_x8 && task < n_tasks ? b / kX8Rows * kX8Rows : b;
   };
   const auto task_fn = [&](int task) {

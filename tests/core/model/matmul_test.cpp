@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <string>
 
@@ -170,6 +171,44 @@ TEST_CASE("matmul with an epilogue: each task's row range of every job, then the
   const MatmulJob mixed[] = {{gate.m, g.data(), nullptr}, {other.m, o.data(), nullptr}};
   CHECK_THROWS_WITH(matmul(par, x.data(), n_tokens, mixed, scratch, &epilogue),
                     Catch::Contains("one n_out"));
+}
+
+TEST_CASE("matmul on several threads: tapered shares give every row once, the same bits", "[model]") {
+  // Enough rows for tapered_begin's shares (core/host/parallel.h), with and without an
+  // epilogue; outputs start as NaN, so a row no task computed shows.
+  const int n_in = 64, n_tokens = 4;
+  const int n_out = 64 * kEpilogueRows + 24;
+  const QuantMatrix gate = make_matrix(GgmlType::Q8_0, n_in, n_out, 7);
+  const QuantMatrix up = make_matrix(GgmlType::Q4_1, n_in, n_out, 8);
+  std::vector<float> x(static_cast<size_t>(n_tokens) * n_in);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.19f * static_cast<float>(i));
+  MatmulScratch scratch(n_tokens, activation_row_bytes(GgmlType::F32, n_in));
+  std::vector<float> g0(n_tokens * n_out), u0(n_tokens * n_out);
+  const MatmulJob plain[] = {{gate.m, g0.data(), nullptr}, {up.m, u0.data(), nullptr}};
+  InlineParallel one;
+  matmul(one, x.data(), n_tokens, plain, scratch);
+
+  const int n_threads = GENERATE(2, 3);
+  CountingParallel par(n_threads);
+  std::vector<float> g(n_tokens * n_out, NAN), u(n_tokens * n_out, NAN);
+  const MatmulJob jobs[] = {{gate.m, g.data(), nullptr}, {up.m, u.data(), nullptr}};
+  matmul(par, x.data(), n_tokens, jobs, scratch);
+  CHECK(par.last_tasks == n_threads * kTasksPerThread);
+  CHECK(std::memcmp(g.data(), g0.data(), g.size() * sizeof(float)) == 0);
+  CHECK(std::memcmp(u.data(), u0.data(), u.size() * sizeof(float)) == 0);
+
+  std::fill(g.begin(), g.end(), NAN);
+  std::fill(u.begin(), u.end(), NAN);
+  std::vector<int> seen(n_out, 0);
+  const auto fn = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) ++seen[r];
+  };
+  const RowEpilogue epilogue = std::ref(fn);
+  matmul(par, x.data(), n_tokens, jobs, scratch, &epilogue);
+  CHECK(par.last_tasks == n_threads * kTasksPerThread);
+  for (int r = 0; r < n_out; ++r) CHECK(seen[r] == 1);
+  CHECK(std::memcmp(g.data(), g0.data(), g.size() * sizeof(float)) == 0);
+  CHECK(std::memcmp(u.data(), u0.data(), u.size() * sizeof(float)) == 0);
 }
 
 // With the best kernels of this machine: a prompt of 11 tokens (a group of 8 and one of
