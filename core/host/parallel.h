@@ -52,12 +52,13 @@ inline int64_t tapered_begin(int64_t n, int task, int n_tasks, int n_threads) {
   static_assert(kTasksPerThread == 4, "the weights below are one per round");
   if (n_threads < 2 || n_tasks != n_threads * kTasksPerThread || n < 32 * int64_t{n_threads})
     return split_begin(n, task, n_tasks);
-  constexpr int64_t kRoundWeight[kTasksPerThread] = {4, 2, 1, 1};  // sums to 8 a thread
+  constexpr int64_t kRoundWeight[kTasksPerThread] = {4, 2, 1, 1};
+  constexpr int64_t kThreadWeight = kRoundWeight[0] + kRoundWeight[1] + kRoundWeight[2] + kRoundWeight[3];
   const int round = task / n_threads;
   int64_t weight = 0;  // of tasks 0 .. task - 1
   for (int r = 0; r < round; ++r) weight += kRoundWeight[r] * n_threads;
   if (round < kTasksPerThread) weight += kRoundWeight[round] * (task % n_threads);
-  return n * weight / (8 * int64_t{n_threads});
+  return n * weight / (kThreadWeight * n_threads);
 }
 
 }  // namespace runnel

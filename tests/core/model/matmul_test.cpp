@@ -67,6 +67,26 @@ class CountingParallel : public Parallel {
   int n_;
 };
 
+// The feed-forward's pair: gate (Q8_0) and up (Q4_1) of n_out rows over n_tokens inputs
+// x[i] = cos(step * i), and their outputs g0 / u0 from a plain matmul on one thread.
+struct GateUp {
+  GateUp(int n_in, int n_out, int n_tokens, int seed, float step)
+      : gate(make_matrix(GgmlType::Q8_0, n_in, n_out, seed)),
+        up(make_matrix(GgmlType::Q4_1, n_in, n_out, seed + 1)),
+        x(static_cast<size_t>(n_tokens) * n_in),
+        g0(static_cast<size_t>(n_tokens) * n_out),
+        u0(static_cast<size_t>(n_tokens) * n_out),
+        scratch(n_tokens, activation_row_bytes(GgmlType::F32, n_in)) {
+    for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(step * static_cast<float>(i));
+    const MatmulJob plain[] = {{gate.m, g0.data(), nullptr}, {up.m, u0.data(), nullptr}};
+    InlineParallel one;
+    matmul(one, x.data(), n_tokens, plain, scratch);
+  }
+  QuantMatrix gate, up;
+  std::vector<float> x, g0, u0;
+  MatmulScratch scratch;
+};
+
 }  // namespace
 
 TEST_CASE("matmul: a group of Q4_1, Q8_0 and F32 matrices over a batch", "[model]") {
@@ -128,15 +148,7 @@ TEST_CASE("matmul with an epilogue: each task's row range of every job, then the
   // the outputs equal a plain matmul's bit for bit, and the epilogue sees each row once,
   // after both jobs computed it, in ranges starting on multiples of kEpilogueRows.
   const int n_in = 64, n_out = 200, n_tokens = 3;
-  const QuantMatrix gate = make_matrix(GgmlType::Q8_0, n_in, n_out, 4);
-  const QuantMatrix up = make_matrix(GgmlType::Q4_1, n_in, n_out, 5);
-  std::vector<float> x(static_cast<size_t>(n_tokens) * n_in);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.23f * static_cast<float>(i));
-  MatmulScratch scratch(n_tokens, activation_row_bytes(GgmlType::F32, n_in));
-  std::vector<float> g0(n_tokens * n_out), u0(n_tokens * n_out);
-  const MatmulJob plain[] = {{gate.m, g0.data(), nullptr}, {up.m, u0.data(), nullptr}};
-  InlineParallel one;
-  matmul(one, x.data(), n_tokens, plain, scratch);
+  GateUp f(n_in, n_out, n_tokens, 4, 0.23f);
 
   const int n_threads = GENERATE(1, 2, 7);
   CountingParallel par(n_threads);
@@ -149,27 +161,27 @@ TEST_CASE("matmul with an epilogue: each task's row range of every job, then the
     for (int64_t r = r0; r < r1; ++r) {
       ++seen[r];
       for (int t = 0; t < n_tokens; ++t) {
-        CHECK(g[t * n_out + r] == g0[t * n_out + r]);  // both jobs done for these rows
-        CHECK(u[t * n_out + r] == u0[t * n_out + r]);
+        CHECK(g[t * n_out + r] == f.g0[t * n_out + r]);  // both jobs done for these rows
+        CHECK(u[t * n_out + r] == f.u0[t * n_out + r]);
         g[t * n_out + r] *= 2.0f;
       }
     }
   };
   const RowEpilogue epilogue = std::ref(fn);
-  const MatmulJob jobs[] = {{gate.m, g.data(), nullptr}, {up.m, u.data(), nullptr}};
-  matmul(par, x.data(), n_tokens, jobs, scratch, &epilogue);
+  const MatmulJob jobs[] = {{f.gate.m, g.data(), nullptr}, {f.up.m, u.data(), nullptr}};
+  matmul(par, f.x.data(), n_tokens, jobs, f.scratch, &epilogue);
   CHECK(par.last_tasks == (n_threads == 1 ? 1 : 4));  // 4 ranges of rows
   for (int r = 0; r < n_out; ++r) CHECK(seen[r] == 1);
   for (size_t i = 0; i < g.size(); ++i) {
-    CHECK(g[i] == 2.0f * g0[i]);
-    CHECK(u[i] == u0[i]);
+    CHECK(g[i] == 2.0f * f.g0[i]);
+    CHECK(u[i] == f.u0[i]);
   }
 
   // jobs of different n_out cannot share row ranges
   const QuantMatrix other = make_matrix(GgmlType::Q8_0, n_in, n_out - 8, 6);
   std::vector<float> o(n_tokens * (n_out - 8));
-  const MatmulJob mixed[] = {{gate.m, g.data(), nullptr}, {other.m, o.data(), nullptr}};
-  CHECK_THROWS_WITH(matmul(par, x.data(), n_tokens, mixed, scratch, &epilogue),
+  const MatmulJob mixed[] = {{f.gate.m, g.data(), nullptr}, {other.m, o.data(), nullptr}};
+  CHECK_THROWS_WITH(matmul(par, f.x.data(), n_tokens, mixed, f.scratch, &epilogue),
                     Catch::Contains("one n_out"));
 }
 
@@ -178,24 +190,16 @@ TEST_CASE("matmul on several threads: tapered shares give every row once, the sa
   // epilogue; outputs start as NaN, so a row no task computed shows.
   const int n_in = 64, n_tokens = 4;
   const int n_out = 64 * kEpilogueRows + 24;
-  const QuantMatrix gate = make_matrix(GgmlType::Q8_0, n_in, n_out, 7);
-  const QuantMatrix up = make_matrix(GgmlType::Q4_1, n_in, n_out, 8);
-  std::vector<float> x(static_cast<size_t>(n_tokens) * n_in);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.19f * static_cast<float>(i));
-  MatmulScratch scratch(n_tokens, activation_row_bytes(GgmlType::F32, n_in));
-  std::vector<float> g0(n_tokens * n_out), u0(n_tokens * n_out);
-  const MatmulJob plain[] = {{gate.m, g0.data(), nullptr}, {up.m, u0.data(), nullptr}};
-  InlineParallel one;
-  matmul(one, x.data(), n_tokens, plain, scratch);
+  GateUp f(n_in, n_out, n_tokens, 7, 0.19f);
 
   const int n_threads = GENERATE(2, 3);
   CountingParallel par(n_threads);
   std::vector<float> g(n_tokens * n_out, NAN), u(n_tokens * n_out, NAN);
-  const MatmulJob jobs[] = {{gate.m, g.data(), nullptr}, {up.m, u.data(), nullptr}};
-  matmul(par, x.data(), n_tokens, jobs, scratch);
+  const MatmulJob jobs[] = {{f.gate.m, g.data(), nullptr}, {f.up.m, u.data(), nullptr}};
+  matmul(par, f.x.data(), n_tokens, jobs, f.scratch);
   CHECK(par.last_tasks == n_threads * kTasksPerThread);
-  CHECK(std::memcmp(g.data(), g0.data(), g.size() * sizeof(float)) == 0);
-  CHECK(std::memcmp(u.data(), u0.data(), u.size() * sizeof(float)) == 0);
+  CHECK(std::memcmp(g.data(), f.g0.data(), g.size() * sizeof(float)) == 0);
+  CHECK(std::memcmp(u.data(), f.u0.data(), u.size() * sizeof(float)) == 0);
 
   std::fill(g.begin(), g.end(), NAN);
   std::fill(u.begin(), u.end(), NAN);
@@ -204,11 +208,11 @@ TEST_CASE("matmul on several threads: tapered shares give every row once, the sa
     for (int64_t r = r0; r < r1; ++r) ++seen[r];
   };
   const RowEpilogue epilogue = std::ref(fn);
-  matmul(par, x.data(), n_tokens, jobs, scratch, &epilogue);
+  matmul(par, f.x.data(), n_tokens, jobs, f.scratch, &epilogue);
   CHECK(par.last_tasks == n_threads * kTasksPerThread);
   for (int r = 0; r < n_out; ++r) CHECK(seen[r] == 1);
-  CHECK(std::memcmp(g.data(), g0.data(), g.size() * sizeof(float)) == 0);
-  CHECK(std::memcmp(u.data(), u0.data(), u.size() * sizeof(float)) == 0);
+  CHECK(std::memcmp(g.data(), f.g0.data(), g.size() * sizeof(float)) == 0);
+  CHECK(std::memcmp(u.data(), f.u0.data(), u.size() * sizeof(float)) == 0);
 }
 
 // With the best kernels of this machine: a prompt of 11 tokens (a group of 8 and one of
