@@ -37,6 +37,11 @@ struct FloatOps {
   // (SIMD128 has no conversion instruction): the query / probabilities are widened once
   // per head instead of once per position.
   float (*dot_f16_f32)(int64_t n, const uint16_t* w, const float* a) = nullptr;
+  // Optional: out[r] = dot_f16_f32(n, w + r * w_stride, a) bit for bit, for r < n_rows
+  // (attention's scores over a head's K slices, its outputs over the V rows), with the
+  // rows' horizontal sums done together instead of one per call.
+  void (*dot_f16_f32_rows)(int64_t n, const uint16_t* w, int64_t w_stride, int n_rows, const float* a,
+                           float* out) = nullptr;
   // Optional: out[j * out_stride] = sum_i f16(w[i]) a[j * a_stride + i] for j < n_a, the
   // f16 row widened once for all n_a float rows (attention's query heads that share a kv
   // head), each result dot_f16_f32(n, w, a + j * a_stride) bit for bit.

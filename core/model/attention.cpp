@@ -20,12 +20,15 @@ struct DotKernels {
   void (*widen)(const void*, float*, int64_t);
   // Where offered: one f16 row against several float rows (FloatOps::dot_f16_f32_multi).
   void (*dot_multi)(int64_t, const uint16_t*, const float*, int64_t, int, float*, int64_t);
+  // Where offered: dot_f32 over several rows in one call (FloatOps::dot_f16_f32_rows).
+  void (*dot_rows)(int64_t, const uint16_t*, int64_t, int, const float*, float*);
 };
 
 DotKernels f16_dot() {
   const TypeKernels& f16 = kernels().of(GgmlType::F16);
   return DotKernels{f16.vec_dot, kernels().of(f16.vec_dot_type).quantize_row,
-                    float_ops().dot_f16_f32, f16.dequantize_row, float_ops().dot_f16_f32_multi};
+                    float_ops().dot_f16_f32, f16.dequantize_row, float_ops().dot_f16_f32_multi,
+                    float_ops().dot_f16_f32_rows};
 }
 
 // Where the kernels offer it (wasm), a unit's K slices and V rows are touched first so
@@ -85,6 +88,14 @@ void attend_one(const ModelConfig& c, const KvCache& kv, int layer, const float*
   auto dot = [&](int64_t len, const uint16_t* row) {
     return k.dot_f32 ? k.dot_f32(len, row, act_f32) : k.dot(len, row, act);
   };
+  // out[r] = dot(len, first + r * stride) for r < n_rows
+  auto dots = [&](int64_t len, const uint16_t* first, size_t stride, int n_rows, float* out) {
+    if (k.dot_f32 && k.dot_rows) {
+      k.dot_rows(len, first, static_cast<int64_t>(stride), n_rows, act_f32, out);
+    } else {
+      for (int r = 0; r < n_rows; ++r) out[r] = dot(len, first + r * stride);
+    }
+  };
   auto prepare = [&](const float* x, int64_t len) {
     k.to_act(x, act, len);
     if (k.dot_f32) k.widen(act, act_f32, len);
@@ -97,11 +108,12 @@ void attend_one(const ModelConfig& c, const KvCache& kv, int layer, const float*
   const int v_cell = kv.cell(layer, keys.first);
   touch_rows(kv.v_row(layer, v_off) + v_cell, c.head_dim_v, kv.cells(layer) * sizeof(uint16_t),
              n * sizeof(uint16_t));
-  for (int t = 0; t < n; ++t) scores[t] = dot(c.head_dim, kv.k(layer, keys.first + t) + k_off) * scale;
+  dots(c.head_dim, kv.k(layer, keys.first) + k_off, kv.k_row_bytes() / sizeof(uint16_t), n, scores);
+  for (int t = 0; t < n; ++t) scores[t] *= scale;
   to_probabilities(c, scores, n, sink);
   // out[d] = probabilities . V^T[d][first .. first + n)
   prepare(scores, n);
-  for (int d = 0; d < c.head_dim_v; ++d) out[d] = dot(n, kv.v_row(layer, v_off + d) + v_cell);
+  dots(n, kv.v_row(layer, v_off) + v_cell, kv.cells(layer), c.head_dim_v, out);
 }
 
 // Query heads kv_head * group .. + group - 1 of one token (q, out: the first of them),

@@ -26,6 +26,9 @@ float vec_dot_f32(int64_t n, const void* w, const void* a);  // a: F32
 float vec_dot_f16(int64_t n, const void* w, const void* a);  // a: F16
 // FloatOps::dot_f16_f32: vec_dot_f16's bits with a holding the widened halves
 float dot_f16_f32(int64_t n, const uint16_t* w, const float* a);
+// FloatOps::dot_f16_f32_rows: eight rows at a time, each dot_f16_f32's bits
+void dot_f16_f32_rows(int64_t n, const uint16_t* w, int64_t w_stride, int n_rows, const float* a,
+                      float* out);
 float vec_dot_bf16(int64_t n, const void* w, const void* a);  // a: BF16
 void quantize_row_f16(const float* src, void* dst, int64_t n);    // bit-exact with ref
 void dequantize_row_f16(const void* src, float* dst, int64_t n);  // bit-exact with ref

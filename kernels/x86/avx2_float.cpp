@@ -4,7 +4,8 @@
 // float rounding of the accumulation: |avx2 - ref| <= (n / 32 + 16) * 2^-24 * sum|w a|
 // (chains of n / 32 + 3 steps, a 5-level reduction, up to 7 tail adds, ref's one rounding).
 // dot_f16_f32 is the F16 dot with its activation already widened (attention widens a
-// query or a row of probabilities once, not once per K or V row): the same bits.
+// query or a row of probabilities once, not once per K or V row): the same bits;
+// dot_f16_f32_rows does eight such rows per step, their horizontal sums as one transpose.
 // Also the f16 row conversions (the KV cache's K rows, attention's query rows) with F16C,
 // bit-exact with ref's fp32_to_fp16 / fp16_to_fp32 for every input, NaNs included.
 #include "kernels/fp16.h"
@@ -40,11 +41,11 @@ inline float scalar_f16(uint16_t v) {
   return f16(v);
 }
 
-// sum_i w[i] * a[i] with 8-element vector loads Load and scalar conversion Scalar (LoadA,
-// ScalarA for a, where its type differs).
-template <typename T, __m256 (*Load)(const T*), float (*Scalar)(T), typename A = T,
-          __m256 (*LoadA)(const A*) = Load, float (*ScalarA)(A) = Scalar>
-float dot_rows(int64_t n, const T* w, const A* a) {
+// The vector part of sum_i w[i] * a[i] with 8-element vector loads Load (LoadA for a):
+// four accumulators (32 independent chains) and an 8-wide tail, added up lane-wise.
+// *tail: where the elements left for the scalar tail start.
+template <typename T, __m256 (*Load)(const T*), typename A, __m256 (*LoadA)(const A*)>
+__m256 row_lanes(int64_t n, const T* w, const A* a, int64_t* tail) {
   __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
                    _mm256_setzero_ps()};
   int64_t i = 0;
@@ -54,9 +55,38 @@ float dot_rows(int64_t n, const T* w, const A* a) {
     }
   }
   for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(Load(w + i), LoadA(a + i), acc[0]);
-  float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+  *tail = i;
+  return _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+}
+
+// sum_i w[i] * a[i]: row_lanes, one horizontal sum, then the scalar tail with Scalar
+// (ScalarA for a, where its type differs).
+template <typename T, __m256 (*Load)(const T*), float (*Scalar)(T), typename A = T,
+          __m256 (*LoadA)(const A*) = Load, float (*ScalarA)(A) = Scalar>
+float dot_rows(int64_t n, const T* w, const A* a) {
+  int64_t i = 0;
+  float sum = hsum(row_lanes<T, Load, A, LoadA>(n, w, a, &i));
   for (; i < n; ++i) sum += Scalar(w[i]) * ScalarA(a[i]);
   return sum;
+}
+
+// hsum of eight rows' lanes at once, lane r = hsum(v[r]) bit for bit: the same pairs added
+// in the same order ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7)), across rows.
+inline __m256 hsum8(const __m256* v) {
+  // rows (r, r + 4) share a vector from here on: [r's 4 lanes | r + 4's]
+  __m256 h[4];
+  for (int r = 0; r < 4; ++r) {
+    h[r] = _mm256_add_ps(_mm256_permute2f128_ps(v[r], v[r + 4], 0x20),
+                         _mm256_permute2f128_ps(v[r], v[r + 4], 0x31));
+  }
+  // per 128-bit half: [x0 + x2, x1 + x3] of two rows
+  const __m256 q0 = _mm256_add_ps(_mm256_shuffle_ps(h[0], h[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm256_shuffle_ps(h[0], h[1], _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m256 q1 = _mm256_add_ps(_mm256_shuffle_ps(h[2], h[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm256_shuffle_ps(h[2], h[3], _MM_SHUFFLE(3, 2, 3, 2)));
+  // y0 + y1 per row: lanes 0..3 rows 0..3, lanes 4..7 rows 4..7
+  return _mm256_add_ps(_mm256_shuffle_ps(q0, q1, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm256_shuffle_ps(q0, q1, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
 // Eight floats to halves as fp32_to_fp16 rounds them. vcvtps2ph already rounds to nearest
@@ -111,6 +141,24 @@ float vec_dot_f32(int64_t n, const void* w, const void* a) {
 
 float dot_f16_f32(int64_t n, const uint16_t* w, const float* a) {
   return dot_rows<uint16_t, load_f16, scalar_f16, float, load_f32, scalar_f32>(n, w, a);
+}
+
+void dot_f16_f32_rows(int64_t n, const uint16_t* w, int64_t w_stride, int n_rows, const float* a,
+                      float* out) {
+  int r = 0;
+  for (; r + 8 <= n_rows; r += 8) {
+    const uint16_t* rows = w + r * w_stride;
+    __m256 lanes[8];
+    int64_t tail = n;
+    for (int j = 0; j < 8; ++j) {
+      lanes[j] = row_lanes<uint16_t, load_f16, float, load_f32>(n, rows + j * w_stride, a, &tail);
+    }
+    _mm256_storeu_ps(out + r, hsum8(lanes));
+    for (int j = 0; j < 8; ++j) {
+      for (int64_t i = tail; i < n; ++i) out[r + j] += scalar_f16(rows[j * w_stride + i]) * a[i];
+    }
+  }
+  for (; r < n_rows; ++r) out[r] = dot_f16_f32(n, w + r * w_stride, a);
 }
 
 float vec_dot_bf16(int64_t n, const void* w, const void* a) {

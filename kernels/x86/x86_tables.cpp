@@ -133,6 +133,7 @@ FloatOps build_avx2_float_ops() {
   ops.axpy = avx2::axpy;
   ops.rope_apply = avx2::rope_apply;
   ops.dot_f16_f32 = avx2::dot_f16_f32;
+  ops.dot_f16_f32_rows = avx2::dot_f16_f32_rows;
   return ops;
 }
 

@@ -240,6 +240,45 @@ TEST_CASE("AVX2 dot_f16_f32 gives vec_dot_f16's bits, its activation widened onc
   }
 }
 
+TEST_CASE("AVX2 dot_f16_f32_rows gives dot_f16_f32's bits for every row", "[avx2]") {
+  // Attention's scores (n K slices of head_dim) and outputs (head_dim V rows of n) go
+  // through it: a row's result must not depend on its neighbours or on where it falls in
+  // a group of eight.
+  if (avx2_or_warn() == nullptr) return;
+  for (const FloatOps* ops : {avx2_float_ops(), avx512_float_ops()}) {
+    if (ops == nullptr) continue;
+    CHECK(ops->dot_f16_f32_rows == avx2::dot_f16_f32_rows);
+  }
+  for (int64_t n : {1, 7, 8, 31, 32, 33, 64, 100, 128, 576}) {
+    for (int n_rows : {1, 7, 8, 9, 16, 23}) {
+      for (int kind = 0; kind < 5; ++kind) {
+        INFO("n " << n << ", rows " << n_rows << ", kind " << kind);
+        // rows of one F16DotRows pattern each, with gaps between them (a K slice's stride)
+        const int64_t stride = n + 5;
+        std::vector<uint16_t> w(static_cast<size_t>(stride * n_rows));
+        for (int r = 0; r < n_rows; ++r) {
+          const auto [row, unused] = test::f16_dot_rows(n, (kind + r) % 5);
+          std::memcpy(w.data() + r * stride, row.data(), static_cast<size_t>(n) * sizeof(uint16_t));
+        }
+        const auto [unused, a] = test::f16_dot_rows(n, kind);
+        std::vector<float> a_wide(static_cast<size_t>(n));
+        avx2::dequantize_row_f16(a.data(), a_wide.data(), n);
+        std::vector<float> out(static_cast<size_t>(n_rows), -1.0f);
+        avx2::dot_f16_f32_rows(n, w.data(), stride, n_rows, a_wide.data(), out.data());
+        for (int r = 0; r < n_rows; ++r) {
+          const float want = avx2::dot_f16_f32(n, w.data() + r * stride, a_wide.data());
+          INFO("row " << r << ": dot_f16_f32 " << want << ", rows " << out[r]);
+          if (std::isnan(want)) {
+            CHECK(std::isnan(out[r]));
+          } else {
+            CHECK(std::memcmp(&out[r], &want, sizeof want) == 0);
+          }
+        }
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------- f16 rows
 
 // The x86 tables that should hold the AVX2 f16 rows: AVX2's, and AVX-512's built on it.
