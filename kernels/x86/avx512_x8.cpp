@@ -55,7 +55,9 @@ inline __m512i bcast8(const void* p) {
 // Q4_K x Q8_K on 512 bits (BlockQ4_Kx8: row r in int32 lanes 2r, 2r + 1). Per sub-block,
 // 4 vpdpbusd steps of nibbles against broadcast 8-byte activation pieces leave at most
 // 16 * 15 * 127 = 30480 per lane, so the lanes of sub-blocks 2c and 2c + 1 merge into
-// int16 pairs and one vpdpwssd applies both scales (pair sums of a block < 2^25). The
+// int16 pairs and one vpdpwssd applies both scales (pair sums of a block < 2^25). High
+// nibbles stay in place (16 x their value, one AND instead of a shift and an AND a vector)
+// and their sums shift left by 12, not 16, into the pairs' upper halves. The
 // mins: vpdpwssd of the widened min pairs against -(the Q8_K sums per 32), |B| <= 4064.
 // Per block a row's scale part folds into lane 2r and its min part into lane 2r + 1, so
 // the one vcvtph2ps of the (d, dmin) pairs scales both; the two lanes add up at the end.
@@ -98,7 +100,7 @@ void gemm_q4_k(int64_t n, const void* group, const void* a, size_t a_stride,
       for (int k = 0; k < 4; ++k) {
         const __m512i packed = _mm512_loadu_si512(blk.qs[ch][k]);
         w_lo[k] = _mm512_and_si512(packed, low4);
-        w_hi[k] = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low4);
+        w_hi[k] = _mm512_andnot_si512(low4, packed);  // 16 x the high nibbles
       }
       for (int c = 0; c < NC; ++c) {
         const int8_t* aq = ab[c]->qs + 64 * ch;
@@ -108,7 +110,7 @@ void gemm_q4_k(int64_t n, const void* group, const void* a, size_t a_stride,
           lo = _mm512_dpbusd_epi32(lo, w_lo[k], bcast8(aq + 8 * k));
           hi = _mm512_dpbusd_epi32(hi, w_hi[k], bcast8(aq + 32 + 8 * k));
         }
-        const __m512i pair = _mm512_mask_blend_epi16(0xAAAAAAAA, lo, _mm512_slli_epi32(hi, 16));
+        const __m512i pair = _mm512_mask_blend_epi16(0xAAAAAAAA, lo, _mm512_slli_epi32(hi, 12));
         isum[c] = _mm512_dpwssd_epi32(isum[c], pair, sc);
       }
     }
