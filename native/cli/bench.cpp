@@ -83,10 +83,12 @@ std::vector<TokenId> random_tokens(int n, int n_vocab, uint32_t seed) {
   return t;
 }
 
-// Seconds for one pp or tg test on a fresh context.
-double run_test(Engine& engine, int n_prompt, int n_gen, uint32_t seed) {
+// Seconds for one pp or tg test on a fresh context, after n_depth random tokens (not
+// timed) as llama-bench's -d.
+double run_test(Engine& engine, int n_depth, int n_prompt, int n_gen, uint32_t seed) {
   auto session = engine.new_session();
   const int n_vocab = engine.config().n_vocab;
+  if (n_depth > 0) session->eval(random_tokens(n_depth, n_vocab, seed + 2));
   const Clock::time_point start = Clock::now();
   if (n_prompt > 0) session->eval(random_tokens(n_prompt, n_vocab, seed));
   const std::vector<TokenId> gen = random_tokens(n_gen, n_vocab, seed + 1);
@@ -95,9 +97,10 @@ double run_test(Engine& engine, int n_prompt, int n_gen, uint32_t seed) {
 }
 
 // Seconds for n_parallel sessions to decode n_gen tokens each in batched passes; each
-// starts from one random token and samples greedily (the sampling is timed too, as in
-// the server; an argmax is ~1/1000 of a pass).
-double run_parallel_test(Engine& engine, DecodeBatch& batch, int n_parallel, int n_gen, uint32_t seed) {
+// starts from one random token (after n_depth of its own, not timed) and samples
+// greedily (the sampling is timed too, as in the server; an argmax is ~1/1000 of a pass).
+double run_parallel_test(Engine& engine, DecodeBatch& batch, int n_depth, int n_parallel, int n_gen,
+                         uint32_t seed) {
   const std::vector<TokenId> first = random_tokens(n_parallel, engine.config().n_vocab, seed);
   GenerateParams params;
   params.max_tokens = n_gen;
@@ -109,6 +112,9 @@ double run_parallel_test(Engine& engine, DecodeBatch& batch, int n_parallel, int
   std::vector<Session*> rows;
   for (int i = 0; i < n_parallel; ++i) {
     sessions.push_back(engine.new_session());
+    if (n_depth > 0) {
+      sessions.back()->eval(random_tokens(n_depth, engine.config().n_vocab, seed + 2 + static_cast<uint32_t>(i)));
+    }
     gens.push_back(sessions.back()->start({first[static_cast<size_t>(i)]}, params));
     rows.push_back(sessions.back().get());
   }
@@ -166,17 +172,20 @@ double read_bandwidth(size_t bytes, int n_threads) {
 }  // namespace
 
 int bench_command(const std::vector<std::string>& args) {
-  std::string models_arg, prompts_arg = "128", gens_arg = "32", threads_arg, parallel_arg = "1", output = "md",
-              kv_type = "f16";
+  std::string models_arg, prompts_arg = "128", gens_arg = "32", depths_arg = "0", threads_arg, parallel_arg = "1",
+              output = "md", kv_type = "f16";
   int reps = 5;
   bool mem_bandwidth = false, dry_run = false;
-  ArgParser p("runnel bench -m FILE[,FILE] [-p 128] [-n 32] [-t 1,2] [-np 1,4] [-r 5] [-o md|jsonl]",
+  ArgParser p("runnel bench -m FILE[,FILE] [-p 128] [-n 32] [-d 0] [-t 1,2] [-np 1,4] [-r 5] [-o md|jsonl]",
               "Measures prompt processing (pp: one batch of -p random tokens) and generation (tg: -n\n"
-              "single-token decodes) like llama-bench, on an empty context, after a warm-up run;\n"
-              "with -np P > 1, P sessions decoding together (aggregate tok/s).");
+              "single-token decodes) like llama-bench, on an empty context (or after -d random\n"
+              "tokens, not timed), after a warm-up run; with -np P > 1, P sessions decoding\n"
+              "together (aggregate tok/s).");
   p.string_option("-m, --model", &models_arg, "FILE[,FILE]", "GGUF models");
   p.string_option("-p, --n-prompt", &prompts_arg, "N[,N]", "prompt lengths (default 128; 0 = no pp test)");
   p.string_option("-n, --n-gen", &gens_arg, "N[,N]", "generated lengths (default 32; 0 = no tg test)");
+  p.string_option("-d, --n-depth", &depths_arg, "N[,N]",
+                  "tokens already in the context when a test starts (default 0)");
   p.string_option("-t, --threads", &threads_arg, "N[,N]",
                   "thread counts (default: physical cores; at most the logical CPUs)");
   p.string_option("-np, --parallel", &parallel_arg, "N[,N]",
@@ -215,6 +224,9 @@ int bench_command(const std::vector<std::string>& args) {
   if (models.empty()) throw UsageError("-m: at least one model file is required");
   const std::vector<int> prompts = int_list("-p", prompts_arg), gens = int_list("-n", gens_arg);
   const std::vector<int> parallel = int_list("-np", parallel_arg);
+  const std::vector<int> depths = int_list("-d", depths_arg);
+  int max_depth = 0;
+  for (int d : depths) max_depth = std::max(max_depth, d);
   int max_parallel = 1;
   for (int np : parallel) {
     if (np < 1) throw UsageError("-np: session counts must be >= 1");
@@ -236,8 +248,9 @@ int bench_command(const std::vector<std::string>& args) {
       lr.model = model;
       lr.n_threads = t;
       lr.kv_type = kv_type;
-      lr.n_ctx = std::max(max_prompt, max_gen) + 16;
-      lr.n_batch = max_prompt;  // one forward pass per prompt, as llama-bench's
+      lr.n_ctx = max_depth + std::max(max_prompt, max_gen) + 16;
+      // one forward pass per prompt, as llama-bench's; the depth in batches of up to 512
+      lr.n_batch = std::max(max_prompt, std::min(max_depth, 512));
       if (max_parallel > 1) {
         lr.n_sessions = max_parallel;
         lr.decode_batch = max_parallel;
@@ -258,23 +271,26 @@ int bench_command(const std::vector<std::string>& args) {
       }
       const uint64_t size = loaded.plan.weights_bytes;
       struct Test {
-        int n_prompt, n_gen, n_parallel;
+        int n_depth, n_prompt, n_gen, n_parallel;
       };
       std::vector<Test> tests;
-      for (int n : prompts) {
-        if (n > 0) tests.push_back({n, 0, 1});
-      }
-      for (int n : gens) {
-        for (int np : parallel) {
-          if (n > 0) tests.push_back({0, n, np});
+      for (int d : depths) {
+        for (int n : prompts) {
+          if (n > 0) tests.push_back({d, n, 0, 1});
+        }
+        for (int n : gens) {
+          for (int np : parallel) {
+            if (n > 0) tests.push_back({d, 0, n, np});
+          }
         }
       }
       std::unique_ptr<DecodeBatch> batch;
       if (max_parallel > 1) batch = std::make_unique<DecodeBatch>(engine, max_parallel);
       for (const Test& test : tests) {
         const auto run = [&](uint32_t seed) {
-          return test.n_parallel > 1 ? run_parallel_test(engine, *batch, test.n_parallel, test.n_gen, seed)
-                                     : run_test(engine, test.n_prompt, test.n_gen, seed);
+          return test.n_parallel > 1
+                     ? run_parallel_test(engine, *batch, test.n_depth, test.n_parallel, test.n_gen, seed)
+                     : run_test(engine, test.n_depth, test.n_prompt, test.n_gen, seed);
         };
         (void)run(1);  // warm-up
         std::vector<double> seconds, rates;
@@ -287,6 +303,7 @@ int bench_command(const std::vector<std::string>& args) {
         std::string name = test.n_prompt > 0 ? "pp" + std::to_string(test.n_prompt)
                                              : "tg" + std::to_string(test.n_gen);
         if (test.n_parallel > 1) name += " x" + std::to_string(test.n_parallel);
+        if (test.n_depth > 0) name += " @ d" + std::to_string(test.n_depth);  // llama-bench's label
         // The file name, not general.name: that is often a training-run label
         // ("Smollm2 135M 8k Lc100K Mix1 Ep2") and says nothing of the quantization.
         const std::string file = std::filesystem::path(model).stem().string();
@@ -302,6 +319,7 @@ int bench_command(const std::vector<std::string>& args) {
                               {"n_threads", t},
                               {"n_prompt", test.n_prompt},
                               {"n_gen", test.n_gen},
+                              {"n_depth", test.n_depth},
                               {"n_parallel", test.n_parallel},
                               {"type_k", kv_type},
                               {"avg_ns", static_cast<int64_t>(sns.mean * 1e9)},

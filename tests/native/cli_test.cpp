@@ -442,6 +442,16 @@ TEST_CASE("cli: synth-model writes a loadable model; bench measures it", "[cli]"
   REQUIRE(par_md.status == 0);
   CHECK_THAT(par_md.out, Catch::Contains("| tg4 x2 |"));
   check_usage_error(dir, "bench -m '" + model + "' -np 0", "-np: session counts must be >= 1");
+  // -d: each test after that many tokens already in the context, labelled as llama-bench does.
+  const CliResult deep = runnel_cli(dir, "bench -m '" + model + "' -p 8 -n 4 -d 0,20 -np 1,2 -r 1 -t 1");
+  REQUIRE(deep.status == 0);
+  for (const char* label : {"| pp8 |", "| tg4 |", "| tg4 x2 |", "| pp8 @ d20 |", "| tg4 @ d20 |", "| tg4 x2 @ d20 |"}) {
+    CHECK_THAT(deep.out, Catch::Contains(label));
+  }
+  const CliResult deep_jl = runnel_cli(dir, "bench -m '" + model + "' -p 0 -n 4 -d 20 -r 1 -t 1 -o jsonl");
+  REQUIRE(deep_jl.status == 0);
+  CHECK_THAT(deep_jl.out, Catch::Contains("\"n_depth\":20"));
+  check_usage_error(dir, "bench -m '" + model + "' -d -1", "-d: values must be >= 0, got -1");
   const CliResult plan = runnel_cli(dir, "bench -m '" + model + "' -p 16 -n 4 -t 1 --dry-run");
   CHECK(plan.status == 0);
   CHECK_THAT(plan.out, Catch::Contains("memory plan:") && Catch::Contains("fits"));
