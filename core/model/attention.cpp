@@ -156,6 +156,76 @@ void attend_group(const ModelConfig& c, const KvCache& kv, int layer, const floa
   }
 }
 
+// Decode steps deep in the context (every run one token, at least kPositionMajorKeys
+// keys): K positions split among tasks for every head, so each task reads whole K rows in
+// order (a kv head's slices are 1 KiB apart, too few cache sets to keep them for its other
+// query heads), then each (run, head) takes its softmax and V rows. The same dots as
+// attend_one, so the same bits. Returns false, doing nothing, where it does not apply or
+// the scratch's rows (n_tasks x group of them) cannot hold every head's scores.
+constexpr int kPositionMajorKeys = 512;
+constexpr int kKeyBlock = 64;
+
+bool attend_position_major(Parallel& par, const ModelConfig& c, std::span<const AttentionRun> runs, int layer,
+                           AttentionScratch& s, const float* sinks, const DotKernels& k, float scale) {
+  const int group = c.n_head / c.n_head_kv;
+  const size_t rows = runs.size() * static_cast<size_t>(c.n_head);
+  if (!k.dot_f32 || !k.dot_rows || !c.causal_attn || c.is_swa(layer) ||
+      rows > static_cast<size_t>(s.n_tasks()) * s.group() || s.act_f32_stride() < static_cast<size_t>(c.head_dim))
+    return false;
+  for (const AttentionRun& r : runs) {
+    if (r.n_tokens != 1 || r.pos0 + 1 < kPositionMajorKeys || !r.kv->v_transposed()) return false;
+  }
+  // (run, head) row idx of the scratch: its scores, and (until the softmax) its query
+  const auto scores = [&](size_t idx) { return s.scores(0) + idx * s.scores_stride(); };
+  const auto query = [&](size_t idx) {
+    return s.act_f32(static_cast<int>(idx / s.group()), static_cast<int>(idx % s.group()));
+  };
+  for (size_t idx = 0; idx < rows; ++idx) {
+    const AttentionRun& r = runs[idx / c.n_head];
+    k.to_act(r.q + (idx % c.n_head) * c.head_dim, s.act(0), c.head_dim);
+    k.widen(s.act(0), query(idx), c.head_dim);
+  }
+  // scores: (run, block of kKeyBlock positions) items
+  std::vector<int> first_item(runs.size() + 1, 0);
+  for (size_t r = 0; r < runs.size(); ++r) first_item[r + 1] = first_item[r] + (runs[r].pos0 + kKeyBlock) / kKeyBlock;
+  const int n_items = first_item.back();
+  const int n_tasks1 = n_tasks_for(par, n_items);
+  par.run(n_tasks1, [&](int task) {
+    size_t r = 0;
+    for (int item = static_cast<int>(split_begin(n_items, task, n_tasks1));
+         item < split_begin(n_items, task + 1, n_tasks1); ++item) {
+      while (item >= first_item[r + 1]) ++r;
+      const KvCache& kv = *runs[r].kv;
+      const int t0 = (item - first_item[r]) * kKeyBlock;
+      const int n_rows = std::min(kKeyBlock, runs[r].pos0 + 1 - t0);
+      const int64_t k_stride = static_cast<int64_t>(kv.k_row_bytes() / sizeof(uint16_t));
+      for (int h = 0; h < c.n_head; ++h) {
+        const size_t idx = r * c.n_head + h;
+        k.dot_rows(c.head_dim, kv.k(layer, t0) + (h / group) * c.head_dim, k_stride, n_rows, query(idx),
+                   scores(idx) + t0);
+      }
+    }
+  });
+  // probabilities and outputs: (run, head) items; the queries' rows are free again
+  const int n_tasks2 = std::min(s.n_tasks(), n_tasks_for(par, static_cast<int64_t>(rows)));
+  par.run(n_tasks2, [&](int task) {
+    for (size_t idx = split_begin(static_cast<int64_t>(rows), task, n_tasks2);
+         idx < static_cast<size_t>(split_begin(static_cast<int64_t>(rows), task + 1, n_tasks2)); ++idx) {
+      const AttentionRun& r = runs[idx / c.n_head];
+      const int h = static_cast<int>(idx % c.n_head);
+      const int n = r.pos0 + 1;
+      float* sc = scores(idx);
+      for (int t = 0; t < n; ++t) sc[t] *= scale;
+      to_probabilities(c, sc, n, sinks ? sinks[h] : NAN);
+      k.to_act(sc, s.act(task), n);
+      k.widen(s.act(task), s.act_f32(task), n);
+      k.dot_rows(n, r.kv->v_row(layer, (h / group) * c.head_dim_v) + r.kv->cell(layer, 0), r.kv->cells(layer),
+                 c.head_dim_v, s.act_f32(task), r.out + h * c.head_dim_v);
+    }
+  });
+  return true;
+}
+
 }  // namespace
 
 namespace {
@@ -216,6 +286,7 @@ void attention(Parallel& par, const ModelConfig& c, std::span<const AttentionRun
   const bool transposed = runs[0].kv->v_transposed();
   const bool grouped = k.dot_f32 != nullptr && k.dot_multi != nullptr && transposed && group > 1 &&
                        scratch.group() >= group;
+  if (!grouped && transposed && attend_position_major(par, c, runs, layer, scratch, sinks, k, scale)) return;
   const int per_token = grouped ? c.n_head_kv : c.n_head;
   int n_units = 0;
   for (const AttentionRun& r : runs) n_units += r.n_tokens * per_token;

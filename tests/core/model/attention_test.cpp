@@ -41,8 +41,8 @@ struct Filled {
   std::vector<float> q;
 };
 
-Filled fill(const ModelConfig& c, int layer, int n_pos, int n_tokens) {
-  Filled f{KvCache(c.n_layer, 64, c.kv_dim(), c.v_dim()), {}};
+Filled fill(const ModelConfig& c, int layer, int n_pos, int n_tokens, int n_ctx = 64) {
+  Filled f{KvCache(c.n_layer, n_ctx, c.kv_dim(), c.v_dim()), {}};
   std::vector<float> k(c.kv_dim()), v(c.v_dim());
   for (int p = 0; p < n_pos; ++p) {
     for (int i = 0; i < c.kv_dim(); ++i) k[i] = 2.0f * std::sin(0.71f * i + 1.3f * p);
@@ -191,6 +191,43 @@ TEST_CASE("attention over several sequences in one dispatch equals each alone bi
         std::memcpy(&b, &alone[r][i], 4);
         CHECK(a == b);
       }
+    }
+  }
+}
+
+TEST_CASE("deep decode steps split K positions among tasks with each head's bits", "[model]") {
+  // One token per run at 512 keys or more: the scores of every head are computed a block
+  // of positions at a time (whole K rows), then each head's softmax and V. With a scratch
+  // too small for every head's scores the same call takes the head-at-a-time path.
+  const ModelConfig c = gqa_config();
+  const int layer = 1, n_ctx = 700;
+  BestKernels select;
+  INFO("kernels " << kernels().isa);
+  TwoThreadsBackwards par;
+  const int pos0[] = {511, 600, 699};
+  std::vector<Filled> seqs;
+  for (int p : pos0) seqs.push_back(fill(c, layer, p + 1, 1, n_ctx));
+  AttentionScratch wide(n_tasks_for(par, 1 << 20), n_ctx, c.head_dim, 4);
+  AttentionScratch narrow(1, n_ctx, c.head_dim, 1);
+  std::vector<std::vector<float>> together(3), alone(3);
+  std::vector<AttentionRun> runs;
+  for (int r = 0; r < 3; ++r) {
+    together[r].assign(static_cast<size_t>(c.attn_out_dim()), -1.0f);
+    alone[r].assign(together[r].size(), -2.0f);
+    runs.push_back({&seqs[r].kv, seqs[r].q.data(), together[r].data(), 1, pos0[r]});
+  }
+  attention(par, c, runs, layer, wide);
+  for (int r = 0; r < 3; ++r) {
+    attention(par, c, seqs[r].kv, layer, seqs[r].q.data(), 1, pos0[r], narrow, alone[r].data());
+    const std::vector<double> want = reference(c, seqs[r], layer, 1, pos0[r]);
+    for (size_t i = 0; i < alone[r].size(); ++i) {
+      INFO("sequence " << r << " output " << i << ": " << together[r][i] << " vs " << alone[r][i] << ", reference "
+                       << want[i]);
+      uint32_t a, b;
+      std::memcpy(&a, &together[r][i], 4);
+      std::memcpy(&b, &alone[r][i], 4);
+      CHECK(a == b);
+      CHECK(std::fabs(together[r][i] - want[i]) <= 1e-5 + 1e-4 * std::fabs(want[i]));
     }
   }
 }
