@@ -190,7 +190,7 @@ bool attend_position_major(Parallel& par, const ModelConfig& c, std::span<const 
   for (size_t r = 0; r < runs.size(); ++r) first_item[r + 1] = first_item[r] + (runs[r].pos0 + kKeyBlock) / kKeyBlock;
   const int n_items = first_item.back();
   const int n_tasks1 = n_tasks_for(par, n_items);
-  par.run(n_tasks1, [&](int task) {
+  const auto score_task = [&](int task) {
     size_t r = 0;
     for (int item = static_cast<int>(split_begin(n_items, task, n_tasks1));
          item < split_begin(n_items, task + 1, n_tasks1); ++item) {
@@ -205,10 +205,11 @@ bool attend_position_major(Parallel& par, const ModelConfig& c, std::span<const 
                    scores(idx) + t0);
       }
     }
-  });
+  };
+  par.run(n_tasks1, std::ref(score_task));
   // probabilities and outputs: (run, head) items; the queries' rows are free again
   const int n_tasks2 = std::min(s.n_tasks(), n_tasks_for(par, static_cast<int64_t>(rows)));
-  par.run(n_tasks2, [&](int task) {
+  const auto output_task = [&](int task) {
     for (size_t idx = split_begin(static_cast<int64_t>(rows), task, n_tasks2);
          idx < static_cast<size_t>(split_begin(static_cast<int64_t>(rows), task + 1, n_tasks2)); ++idx) {
       const AttentionRun& r = runs[idx / c.n_head];
@@ -222,7 +223,8 @@ bool attend_position_major(Parallel& par, const ModelConfig& c, std::span<const 
       k.dot_rows(n, r.kv->v_row(layer, (h / group) * c.head_dim_v) + r.kv->cell(layer, 0), r.kv->cells(layer),
                  c.head_dim_v, s.act_f32(task), r.out + h * c.head_dim_v);
     }
-  });
+  };
+  par.run(n_tasks2, std::ref(output_task));
   return true;
 }
 
