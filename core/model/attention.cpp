@@ -78,42 +78,52 @@ void attend_one_quantized(const ModelConfig& c, const KvCache& kv, int layer, co
   }
 }
 
+// x rounded to the dot's format (f16) in act, and where the kernels take widened
+// activations (dot_f32), widened back into act_f32: once, not again for every row.
+void prepare(const DotKernels& k, const float* x, int64_t len, uint8_t* act, float* act_f32) {
+  k.to_act(x, act, len);
+  if (k.dot_f32) k.widen(act, act_f32, len);
+}
+
+// out[r] = the dot of row first + r * stride with the prepared activation, for r < n_rows.
+void dots(const DotKernels& k, int64_t len, const uint16_t* first, size_t stride, int n_rows, uint8_t* act,
+          const float* act_f32, float* out) {
+  if (k.dot_f32 && k.dot_rows) {
+    k.dot_rows(len, first, static_cast<int64_t>(stride), n_rows, act_f32, out);
+    return;
+  }
+  for (int r = 0; r < n_rows; ++r) {
+    const uint16_t* row = first + r * stride;
+    out[r] = k.dot_f32 ? k.dot_f32(len, row, act_f32) : k.dot(len, row, act);
+  }
+}
+
+// One query head's second half: its dots with the K slices in scores[0..keys.n) scaled,
+// turned into probabilities and weighed against V^T[d][keys.first ..) into out[d].
+void weigh_values(const ModelConfig& c, const KvCache& kv, int layer, int kv_head, Keys keys, float scale,
+                  float sink, const DotKernels& k, float* scores, uint8_t* act, float* act_f32, float* out) {
+  const int n = keys.n;
+  for (int t = 0; t < n; ++t) scores[t] *= scale;
+  to_probabilities(c, scores, n, sink);
+  prepare(k, scores, n, act, act_f32);
+  dots(k, n, kv.v_row(layer, kv_head * c.head_dim_v) + kv.cell(layer, keys.first), kv.cells(layer), c.head_dim_v,
+       act, act_f32, out);
+}
+
 // One query head of one token against cache positions keys.first .. keys.first + keys.n - 1.
 void attend_one(const ModelConfig& c, const KvCache& kv, int layer, const float* q, int kv_head,
                 Keys keys, float scale, float sink, const DotKernels& k, float* scores, uint8_t* act,
                 float* act_f32, float* out) {
   const int n = keys.n;
-  // The query / probabilities are rounded to the dot's format (f16) either way; dot_f32
-  // saves widening them again for every row.
-  auto dot = [&](int64_t len, const uint16_t* row) {
-    return k.dot_f32 ? k.dot_f32(len, row, act_f32) : k.dot(len, row, act);
-  };
-  // out[r] = dot(len, first + r * stride) for r < n_rows
-  auto dots = [&](int64_t len, const uint16_t* first, size_t stride, int n_rows, float* out) {
-    if (k.dot_f32 && k.dot_rows) {
-      k.dot_rows(len, first, static_cast<int64_t>(stride), n_rows, act_f32, out);
-    } else {
-      for (int r = 0; r < n_rows; ++r) out[r] = dot(len, first + r * stride);
-    }
-  };
-  auto prepare = [&](const float* x, int64_t len) {
-    k.to_act(x, act, len);
-    if (k.dot_f32) k.widen(act, act_f32, len);
-  };
-  // scores[0..n): q . k_t / sqrt(head_dim), then probabilities
-  prepare(q, c.head_dim);
   const int k_off = kv_head * c.head_dim;
   const int v_off = kv_head * c.head_dim_v;
   touch_rows(kv.k(layer, keys.first) + k_off, n, kv.k_row_bytes(), c.head_dim * sizeof(uint16_t));
-  const int v_cell = kv.cell(layer, keys.first);
-  touch_rows(kv.v_row(layer, v_off) + v_cell, c.head_dim_v, kv.cells(layer) * sizeof(uint16_t),
+  touch_rows(kv.v_row(layer, v_off) + kv.cell(layer, keys.first), c.head_dim_v, kv.cells(layer) * sizeof(uint16_t),
              n * sizeof(uint16_t));
-  dots(c.head_dim, kv.k(layer, keys.first) + k_off, kv.k_row_bytes() / sizeof(uint16_t), n, scores);
-  for (int t = 0; t < n; ++t) scores[t] *= scale;
-  to_probabilities(c, scores, n, sink);
-  // out[d] = probabilities . V^T[d][first .. first + n)
-  prepare(scores, n);
-  dots(n, kv.v_row(layer, v_off) + v_cell, kv.cells(layer), c.head_dim_v, out);
+  // scores[0..n): q . k_t, then (weigh_values) / sqrt(head_dim), probabilities, outputs
+  prepare(k, q, c.head_dim, act, act_f32);
+  dots(k, c.head_dim, kv.k(layer, keys.first) + k_off, kv.k_row_bytes() / sizeof(uint16_t), n, act, act_f32, scores);
+  weigh_values(c, kv, layer, kv_head, keys, scale, sink, k, scores, act, act_f32, out);
 }
 
 // Query heads kv_head * group .. + group - 1 of one token (q, out: the first of them),
@@ -129,8 +139,7 @@ void attend_group(const ModelConfig& c, const KvCache& kv, int layer, const floa
   float* scores = s.scores(task);
   // each head's query rounded to the dot's format (f16), widened back
   for (int j = 0; j < group; ++j) {
-    k.to_act(q + static_cast<size_t>(j) * c.head_dim, act, c.head_dim);
-    k.widen(act, s.act_f32(task, j), c.head_dim);
+    prepare(k, q + static_cast<size_t>(j) * c.head_dim, c.head_dim, act, s.act_f32(task, j));
   }
   // scores[j][0..n): q_j . k_t / sqrt(head_dim), then probabilities, rounded and widened
   const int k_off = kv_head * c.head_dim;
@@ -146,8 +155,7 @@ void attend_group(const ModelConfig& c, const KvCache& kv, int layer, const floa
   }
   for (int j = 0; j < group; ++j) {
     to_probabilities(c, scores + j * s_stride, n, sinks ? sinks[j] : NAN);
-    k.to_act(scores + j * s_stride, act, n);
-    k.widen(act, s.act_f32(task, j), n);
+    prepare(k, scores + j * s_stride, n, act, s.act_f32(task, j));
   }
   // out[j][d] = probabilities_j . V^T[d][first .. first + n)
   for (int d = 0; d < c.head_dim_v; ++d) {
@@ -182,8 +190,7 @@ bool attend_position_major(Parallel& par, const ModelConfig& c, std::span<const 
   };
   for (size_t idx = 0; idx < rows; ++idx) {
     const AttentionRun& r = runs[idx / c.n_head];
-    k.to_act(r.q + (idx % c.n_head) * c.head_dim, s.act(0), c.head_dim);
-    k.widen(s.act(0), query(idx), c.head_dim);
+    prepare(k, r.q + (idx % c.n_head) * c.head_dim, c.head_dim, s.act(0), query(idx));
   }
   // scores: (run, block of kKeyBlock positions) items
   std::vector<int> first_item(runs.size() + 1, 0);
@@ -214,14 +221,8 @@ bool attend_position_major(Parallel& par, const ModelConfig& c, std::span<const 
          idx < static_cast<size_t>(split_begin(static_cast<int64_t>(rows), task + 1, n_tasks2)); ++idx) {
       const AttentionRun& r = runs[idx / c.n_head];
       const int h = static_cast<int>(idx % c.n_head);
-      const int n = r.pos0 + 1;
-      float* sc = scores(idx);
-      for (int t = 0; t < n; ++t) sc[t] *= scale;
-      to_probabilities(c, sc, n, sinks ? sinks[h] : NAN);
-      k.to_act(sc, s.act(task), n);
-      k.widen(s.act(task), s.act_f32(task), n);
-      k.dot_rows(n, r.kv->v_row(layer, (h / group) * c.head_dim_v) + r.kv->cell(layer, 0), r.kv->cells(layer),
-                 c.head_dim_v, s.act_f32(task), r.out + h * c.head_dim_v);
+      weigh_values(c, *r.kv, layer, h / group, Keys{0, r.pos0 + 1}, scale, sinks ? sinks[h] : NAN, k, scores(idx),
+                   s.act(task), s.act_f32(task), r.out + h * c.head_dim_v);
     }
   };
   par.run(n_tasks2, std::ref(output_task));
