@@ -27,6 +27,7 @@ using GemmX8Fn = void (*)(int64_t n, const void* group, const void* a, size_t a_
                           const int32_t* a_sums, int nc, float* out, size_t out_stride);
 using UnpackX8RowFn = void (*)(int64_t n, const void* group, int r, void* row);
 using BlockSumsFn = void (*)(int64_t n, const void* a, int32_t* sums);
+using X8PrepareFn = void (*)(int64_t n, const void* a, int32_t* out);
 
 struct TypeKernels {
   bool supported = false;
@@ -62,8 +63,9 @@ struct TypeKernels {
   // one group with up to kGemmCols activation rows in the vec_dot_type format (a_stride
   // apart): out[c * out_stride + r] = vec_dot(n, row r, a_c) for all 8 rows and c < nc,
   // within vec_dot's bounds. a_sums: for Q8_0 activations, the sums of every 32-quant
-  // block (n / 32 per row, rows one after the other; block_sums of the Q8_0 entry), read
-  // only where gemm_x8_reads_sums is set (a caller without them may pass null otherwise).
+  // block (n / 32 per row, rows one after the other; block_sums of the Q8_0 entry), or the
+  // rows x8_prepare makes; read only where gemm_x8_reads_sums is set (a caller without
+  // them may pass null otherwise).
   RepackX8Fn repack_x8 = nullptr;
   GemmX8Fn gemm_x8 = nullptr;
   bool gemm_x8_reads_sums = false;
@@ -74,6 +76,11 @@ struct TypeKernels {
   uint32_t x8_block_bytes = 0;
   // On activation formats that gemm_x8 needs them for: sums of each 32-quant block.
   BlockSumsFn block_sums = nullptr;
+  // Where set (with gemm_x8_reads_sums), gemm_x8 reads as a_sums each activation row
+  // rearranged by x8_prepare instead: x8_prepared_block_ints int32 a weight block, rows
+  // one after the other (x8_act_ints / x8_act_prepare below pick the right one).
+  X8PrepareFn x8_prepare = nullptr;
+  uint32_t x8_prepared_block_ints = 0;
 };
 
 // Tile limits of TypeKernels::gemm / gemm_pack; kX8Rows rows per repack_x8 group.
@@ -93,6 +100,24 @@ struct KernelTable {
 
   const TypeKernels& of(GgmlType t) const { return types[static_cast<uint32_t>(t)]; }
 };
+
+// The int32 of a_sums that gemm_x8 of `type` reads per activation row of n elements
+// (0: it reads none), and writing them for one row.
+inline size_t x8_act_ints(const KernelTable& t, GgmlType type, int64_t n) {
+  const TypeKernels& k = t.of(type);
+  if (!k.gemm_x8_reads_sums) return 0;
+  if (k.x8_prepare) return static_cast<size_t>(n / traits(type).block_size) * k.x8_prepared_block_ints;
+  return t.of(k.vec_dot_type).block_sums ? static_cast<size_t>(n / 32) : 0;
+}
+inline void x8_act_prepare(const KernelTable& t, GgmlType type, int64_t n, const void* a, int32_t* out) {
+  const TypeKernels& k = t.of(type);
+  if (!k.gemm_x8_reads_sums) return;
+  if (k.x8_prepare) {
+    k.x8_prepare(n, a, out);
+  } else if (const BlockSumsFn sums = t.of(k.vec_dot_type).block_sums) {
+    sums(n, a, out);
+  }
+}
 
 // The scalar reference table (always available; the oracle for every other ISA).
 const KernelTable& ref_kernels();

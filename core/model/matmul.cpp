@@ -26,7 +26,8 @@ struct PreparedJob {
   size_t pack_bytes = 0;
   // Repacked weights (Matrix::x8): gemm_x8 over the activation rows.
   void (*gemm_x8)(int64_t, const void*, const void*, size_t, const int32_t*, int, float*, size_t) = nullptr;
-  const int32_t* a_sums = nullptr;  // [n_tokens][n_in / 32] or null
+  const int32_t* a_sums = nullptr;  // [n_tokens][a_sums_stride] or null (x8_act_ints)
+  size_t a_sums_stride = 0;
   size_t x8_group_bytes = 0;
 };
 
@@ -37,7 +38,6 @@ void run_rows_x8(const PreparedJob& p, int n_tokens, int64_t r0, int64_t r1) {
   float* out = p.job->out;
   const float* bias = p.job->bias;
   const size_t group_bytes = p.x8_group_bytes;
-  const int64_t blocks = w.n_in / 32;
   for (int64_t g = r0 / kX8Rows; g * kX8Rows < r1; ++g) {
     const int64_t g_row = g * kX8Rows;
     const int64_t lo = std::max(r0, g_row);
@@ -46,7 +46,7 @@ void run_rows_x8(const PreparedJob& p, int n_tokens, int64_t r0, int64_t r1) {
     for (int t0 = 0; t0 < n_tokens; t0 += kGemmCols) {
       const int nc = std::min(kGemmCols, n_tokens - t0);
       const uint8_t* a = p.act + static_cast<size_t>(t0) * p.act_row_bytes;
-      const int32_t* sums = p.a_sums ? p.a_sums + static_cast<int64_t>(t0) * blocks : nullptr;
+      const int32_t* sums = p.a_sums ? p.a_sums + static_cast<size_t>(t0) * p.a_sums_stride : nullptr;
       float* y = out + static_cast<int64_t>(t0) * w.n_out;
       if (lo == g_row && hi == g_row + kX8Rows) {
         p.gemm_x8(w.n_in, group, a, p.act_row_bytes, sums, nc, y + g_row, static_cast<size_t>(w.n_out));
@@ -134,10 +134,25 @@ void run_row_ranges(Parallel& par, int64_t n_out, const Fn& fn) {
 
 }  // namespace
 
+namespace {
+
+// int32 of the prepared slot an activation row takes: the most x8_prepare asks for, per
+// byte of a row (every format takes at least a byte per element), in the selected table.
+size_t prepared_row_ints(size_t max_row_bytes) {
+  uint32_t most = 0;  // int32 per element, times 256
+  for (const TypeKernels& k : kernels().types) {
+    if (k.x8_prepare) most = std::max(most, k.x8_prepared_block_ints * 256 / kQK_K);
+  }
+  return most ? max_row_bytes * most / 256 + 1 : 0;
+}
+
+}  // namespace
+
 uint64_t MatmulScratch::bytes(int n_tokens, size_t max_row_bytes, size_t max_pack_bytes) {
   const uint64_t n = static_cast<uint64_t>(n_tokens);
   const uint64_t packed = n_tokens >= kMinGemmTokens ? (n + kGemmCols - 1) / kGemmCols * max_pack_bytes : 0;
-  return kMaxFormats * (n * max_row_bytes + packed + n * (max_row_bytes / 32 + 1) * sizeof(int32_t));
+  return kMaxFormats * (n * max_row_bytes + packed + n * (max_row_bytes / 32 + 1) * sizeof(int32_t)) +
+         n * prepared_row_ints(max_row_bytes) * sizeof(int32_t);
 }
 
 MatmulScratch::MatmulScratch(int n_tokens, size_t max_row_bytes, size_t max_pack_bytes)
@@ -149,7 +164,8 @@ MatmulScratch::MatmulScratch(int n_tokens, size_t max_row_bytes, size_t max_pack
       packed_(packed_slot_bytes_ * kMaxFormats),
       // every format takes at least a byte per element: n_in / 32 <= row bytes / 32
       sums_slot_size_(static_cast<size_t>(n_tokens) * (max_row_bytes / 32 + 1)),
-      sums_(sums_slot_size_ * kMaxFormats) {}
+      sums_(sums_slot_size_ * kMaxFormats),
+      prepared_(static_cast<size_t>(n_tokens) * prepared_row_ints(max_row_bytes)) {}
 
 size_t activation_row_bytes(GgmlType weight_type, int64_t n_in) {
   return row_bytes(kernels().of(weight_type).vec_dot_type, n_in);
@@ -181,6 +197,9 @@ void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJ
   const uint8_t* format_rows[MatmulScratch::kMaxFormats];
   const uint8_t* format_packed[MatmulScratch::kMaxFormats] = {};  // null: not packed yet
   const int32_t* format_sums[MatmulScratch::kMaxFormats] = {};     // null: not summed yet
+  const int32_t* prepared_rows = nullptr;  // the scratch's prepared slot, once filled
+  X8PrepareFn prepared_by = nullptr;       // by this type preparation
+  int prepared_format = -1;                // of this format's rows
   bool any_x8 = false;
   int n_formats = 0;
   const int n_groups = (n_tokens + kGemmCols - 1) / kGemmCols;
@@ -221,18 +240,28 @@ void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJ
       // Repacked at load for this kernel family; another family cannot read it.
       if (!k.gemm_x8)
         throw std::logic_error("matmul: repacked weights but the selected kernels have no gemm_x8");
-      if (k.gemm_x8_reads_sums && ak.block_sums) {
-        if (format_sums[f] == nullptr) {
-          const size_t per_row = static_cast<size_t>(w.n_in / 32);
-          assert(static_cast<size_t>(n_tokens) * per_row <= scratch.sums_slot_size());
-          int32_t* dst = scratch.sums_slot(f);
+      if (const size_t per_row = x8_act_ints(table, w.type, w.n_in)) {
+        // Q8_0 block sums once per format; a type's own preparation (one type a call) in
+        // the prepared slot.
+        const bool own = k.x8_prepare != nullptr;
+        if (own && prepared_rows && (prepared_by != k.x8_prepare || prepared_format != f))
+          throw std::logic_error("matmul: two x8 activation preparations in one call");
+        const int32_t*& done = own ? prepared_rows : format_sums[f];
+        if (done == nullptr) {
+          int32_t* dst = own ? scratch.prepared_slot() : scratch.sums_slot(f);
+          const size_t room = own ? scratch.prepared_slot_size() : scratch.sums_slot_size();
+          if (static_cast<size_t>(n_tokens) * per_row > room)
+            throw std::logic_error("matmul: no room in the scratch for the activations' x8 sums");
           for (int t = 0; t < n_tokens; ++t) {
-            ak.block_sums(w.n_in, p.act + static_cast<size_t>(t) * p.act_row_bytes,
-                          dst + t * per_row);
+            x8_act_prepare(table, w.type, w.n_in, p.act + static_cast<size_t>(t) * p.act_row_bytes,
+                           dst + t * per_row);
           }
-          format_sums[f] = dst;
+          done = dst;
+          prepared_by = k.x8_prepare;
+          prepared_format = f;
         }
-        p.a_sums = format_sums[f];
+        p.a_sums = done;
+        p.a_sums_stride = per_row;
       }
       p.gemm_x8 = k.gemm_x8;
       p.x8_group_bytes = x8_group_bytes(k, w.type, w.n_in);
@@ -315,9 +344,7 @@ bool matmul_routed(Parallel& par, std::span<const RoutedJob> jobs, MatmulScratch
     const RoutedJob& r = jobs[j];
     if (r.w.n_out != n_out) return false;
     const TypeKernels& k = table.of(r.w.type);
-    // repacked weights: gemm_x8 over the job's rows, without the per-block sums some
-    // layouts need (those jobs take the caller's other path)
-    if (r.w.x8 && (!k.gemm_x8 || k.gemm_x8_reads_sums)) return false;
+    if (r.w.x8 && !k.gemm_x8) return false;
     const GgmlType fmt = k.vec_dot_type;
     PreparedJob& p = prepared[j];
     plain[j] = MatmulJob{r.w, r.out, r.bias};
@@ -351,6 +378,37 @@ bool matmul_routed(Parallel& par, std::span<const RoutedJob> jobs, MatmulScratch
     p.act = quantize_to[j];
     used[f] += bytes;
   }
+  // Repacked jobs' activation sums (x8_act_ints): a job's own, or those of an earlier job
+  // of the same rows and preparation; Q8_0 block sums in the sums slots end to end, type
+  // preparations in the prepared slot.
+  int32_t* sum_to[kMaxRoutedJobs] = {};
+  size_t sums_used = 0, prepared_used = 0;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const RoutedJob& r = jobs[j];
+    const size_t per_row = r.w.x8 ? x8_act_ints(table, r.w.type, r.w.n_in) : 0;
+    if (per_row == 0) continue;
+    const X8PrepareFn prepare = table.of(r.w.type).x8_prepare;
+    PreparedJob& p = prepared[j];
+    p.a_sums_stride = per_row;
+    const auto same_sums = [&](size_t i) {
+      return prepared[i].a_sums && prepared[i].act == p.act && prepared[i].a_sums_stride == per_row &&
+             table.of(jobs[i].w.type).x8_prepare == prepare;
+    };
+    size_t prev = 0;
+    while (prev < j && !same_sums(prev)) ++prev;
+    if (prev < j) {
+      p.a_sums = prepared[prev].a_sums;
+      continue;
+    }
+    const size_t ints = static_cast<size_t>(r.n_tokens) * per_row;
+    size_t& used_ints = prepare ? prepared_used : sums_used;
+    const size_t room =
+        prepare ? scratch.prepared_slot_size() : MatmulScratch::kMaxFormats * scratch.sums_slot_size();
+    if (used_ints + ints > room) return false;
+    sum_to[j] = (prepare ? scratch.prepared_slot() : scratch.sums_slot(0)) + used_ints;
+    p.a_sums = sum_to[j];
+    used_ints += ints;
+  }
   if (scratch.observer) {  // every job fits: they run now
     for (const RoutedJob& r : jobs) scratch.observer->observe(r.w, r.x, r.n_tokens);
   }
@@ -361,6 +419,15 @@ bool matmul_routed(Parallel& par, std::span<const RoutedJob> jobs, MatmulScratch
     for (int t = 0; t < r.n_tokens; ++t) {
       ak.quantize_row(r.x + static_cast<int64_t>(t) * r.w.n_in,
                       quantize_to[j] + static_cast<size_t>(t) * prepared[j].act_row_bytes, r.w.n_in);
+    }
+  }
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    if (!sum_to[j]) continue;
+    const PreparedJob& p = prepared[j];
+    for (int t = 0; t < jobs[j].n_tokens; ++t) {
+      x8_act_prepare(table, jobs[j].w.type, jobs[j].w.n_in,
+                     p.act + static_cast<size_t>(t) * p.act_row_bytes,
+                     sum_to[j] + static_cast<size_t>(t) * p.a_sums_stride);
     }
   }
   const size_t n_jobs = jobs.size();

@@ -69,7 +69,9 @@ class MatmulScratch {
   MatmulScratch(int n_tokens, size_t max_row_bytes, size_t max_pack_bytes = 0);
   // What that constructor allocates, for the memory plan.
   static uint64_t bytes(int n_tokens, size_t max_row_bytes, size_t max_pack_bytes);
-  uint64_t allocated_bytes() const { return bytes_.size() + packed_.size() + sums_.size() * sizeof(int32_t); }
+  uint64_t allocated_bytes() const {
+    return bytes_.size() + packed_.size() + (sums_.size() + prepared_.size()) * sizeof(int32_t);
+  }
 
   static constexpr int kMaxFormats = 3;  // distinct partner formats in one job group
 
@@ -89,6 +91,10 @@ class MatmulScratch {
   // Per-block quant sums of a format's rows, for gemm_x8 (a_sums).
   size_t sums_slot_size() const { return sums_slot_size_; }
   int32_t* sums_slot(int format) { return sums_.data() + static_cast<size_t>(format) * sums_slot_size_; }
+  // Activation rows as a type's x8_prepare rearranges them, for gemm_x8 (a_sums); empty
+  // unless the selected kernels prepare some type's.
+  size_t prepared_slot_size() const { return prepared_.size(); }
+  int32_t* prepared_slot() { return prepared_.data(); }
 
  private:
   size_t slot_bytes_ = 0;
@@ -97,6 +103,7 @@ class MatmulScratch {
   std::vector<uint8_t> packed_;  // [kMaxFormats][groups][pack bytes]
   size_t sums_slot_size_ = 0;
   std::vector<int32_t> sums_;  // [kMaxFormats][n_tokens][blocks]
+  std::vector<int32_t> prepared_;  // [n_tokens][prepared ints]
 };
 
 // Bytes one activation row of n_in elements takes in `weight_type`'s partner format.

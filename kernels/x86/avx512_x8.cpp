@@ -137,7 +137,7 @@ inline __m512i select_bits(__m512i c, __m512i a, __m512i b) {
   return _mm512_ternarylogic_epi32(c, a, b, 0xCA);
 }
 
-// Quarter i (elements 32i + 8k .. + 7 of half h) of BlockQ6_Kx8 as q + 32 in [0, 63]:
+// The 8 bytes at k of quarter i of half h of BlockQ6_Kx8, each row's, as q + 32 in [0, 63]:
 // quarter 3's bits 2m, 2m + 1 sit in bits 6-7 of quarter m's bytes, and two selects, an AND
 // and a 16-bit shift (no byte shift on x86) bring them down.
 inline __m512i q6_quarter(const BlockQ6_Kx8& blk, int h, int k, int i) {
@@ -150,61 +150,43 @@ inline __m512i q6_quarter(const BlockQ6_Kx8& blk, int h, int k, int i) {
   return _mm512_srli_epi16(_mm512_and_si512(u, _mm512_set1_epi8(static_cast<char>(0xFC))), 2);
 }
 
-// Q6_K x Q8_K on 512 bits (BlockQ6_Kx8: row r in int32 lanes 2r, 2r + 1): quants as q + 32
-// in [0, 63]. vpmaddubsw pairs of a 16-element group add up to at most 4 * 63 * 128 in int16,
-// and one vpdpwssd takes the group's signed scale. The -32 comes back through the Q8_K bsums:
-// per block the 8 rows' scales times -32, four vpdpwssd a column. A row's lanes fold into
+// Q6_K x Q8_K on 512 bits over pair-order groups (x8_layout.h: lane 2r holds 4 elements of
+// row r's group 2p, lane 2r + 1 the same 4 of group 2p + 1), quants as q + 32 in [0, 63],
+// the activations as prepare_q6_k leaves them (a_sums). Per pair p a column's lanes start at
+// -32 x the group sums and take 4 vpdpbusd, which leaves each lane the exact sum of its
+// group's 16 products with q (|.| <= 16 * 32 * 128), and one vpmulld by the lanes' int8
+// scales (from the 16 scale bytes as they lie) weighs both groups. A row's lanes fold into
 // lane 2r per block, where the zero-extended f16 d lands.
 template <class Dot, int NC>
-void gemm_q6_k(int64_t n, const void* group, const void* a, size_t a_stride,
-               const int32_t* /*a_sums*/, float* out, size_t out_stride) {
+void gemm_q6_k(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums,
+               float* out, size_t out_stride) {
   const auto* g = static_cast<const BlockQ6_Kx8*>(group);
-  // lanes 2r, 2r + 1 <- the scale of group 2p (int32 2r) or of group 2p + 1 (2r + 1)
-  const __m512i dup_group[2] = {
-      _mm512_set_epi32(14, 14, 12, 12, 10, 10, 8, 8, 6, 6, 4, 4, 2, 2, 0, 0),
-      _mm512_set_epi32(15, 15, 13, 13, 11, 11, 9, 9, 7, 7, 5, 5, 3, 3, 1, 1)};
-  // lanes 2r, 2r + 1 <- int32 r, 8 + r
-  const __m512i interleave =
-      _mm512_set_epi32(15, 7, 14, 6, 13, 5, 12, 4, 11, 3, 10, 2, 9, 1, 8, 0);
+  const int64_t n_blocks = n / kQK_K;
+  const auto* prepared = reinterpret_cast<const int8_t*>(a_sums);
+  const size_t prepared_block = avx512::kQ6KPreparedBlockInts * sizeof(int32_t);  // bytes
+  const size_t prepared_row = static_cast<size_t>(n_blocks) * prepared_block;
   __m512 acc[NC];
   for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < n / kQK_K; ++b) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
     prefetch_ahead(g, b);
     const BlockQ6_Kx8& blk = g[b];
-    const ref::BlockQ8_K* ab[NC];
+    const int8_t* ap[NC];  // the block's prepared quants; its -32 x sums 256 bytes on
     __m512i isum[NC];
-    // lanes 2r, 2r + 1: row r's scales of groups (4q, 4q + 1), (4q + 2, 4q + 3) times -32, so
-    // that one vpdpwssd with the broadcast bsums 4q .. 4q + 3 adds a column's -32 term
-    __m512i neg_sc[4];
-    for (int q = 0; q < 4; ++q) {
-      const __m512i s16 = _mm512_cvtepi8_epi16(load_256(blk.scales[2 * q]));
-      neg_sc[q] = _mm512_mullo_epi16(_mm512_permutexvar_epi32(interleave, s16),
-                                     _mm512_set1_epi16(-32));
-    }
     for (int c = 0; c < NC; ++c) {
-      ab[c] = &token_blocks<ref::BlockQ8_K>(a, a_stride, c)[b];
+      ap[c] = prepared + c * prepared_row + b * prepared_block;
       isum[c] = _mm512_setzero_si512();
-      for (int q = 0; q < 4; ++q) {
-        int64_t bs;
-        std::memcpy(&bs, ab[c]->bsums + 4 * q, sizeof bs);
-        isum[c] = _mm512_dpwssd_epi32(isum[c], neg_sc[q], _mm512_set1_epi64(bs));
-      }
     }
     for (int h = 0; h < 2; ++h) {
       for (int i = 0; i < 4; ++i) {
-        const __m512i pair = _mm512_cvtepi8_epi32(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales[4 * h + i])));
-        for (int kk = 0; kk < 2; ++kk) {
-          const __m512i s32 = _mm512_permutexvar_epi32(dup_group[kk], pair);
-          const __m512i sc = _mm512_mask_blend_epi16(0xAAAAAAAA, s32, _mm512_slli_epi32(s32, 16));
-          const __m512i v0 = q6_quarter(blk, h, 2 * kk, i);
-          const __m512i v1 = q6_quarter(blk, h, 2 * kk + 1, i);
-          for (int c = 0; c < NC; ++c) {
-            const int8_t* aq = ab[c]->qs + 128 * h + 32 * i + 16 * kk;
-            const __m512i p16 = _mm512_add_epi16(_mm512_maddubs_epi16(v0, bcast8(aq)),
-                                                 _mm512_maddubs_epi16(v1, bcast8(aq + 8)));
-            isum[c] = _mm512_dpwssd_epi32(isum[c], p16, sc);
-          }
+        const int p = 4 * h + i;
+        const __m512i sc =
+            _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales[p])));
+        __m512i w[4];
+        for (int k = 0; k < 4; ++k) w[k] = q6_quarter(blk, h, k, i);
+        for (int c = 0; c < NC; ++c) {
+          __m512i t = bcast8(ap[c] + kQK_K + 8 * p);
+          for (int k = 0; k < 4; ++k) t = _mm512_dpbusd_epi32(t, w[k], bcast8(ap[c] + 32 * p + 8 * k));
+          isum[c] = _mm512_add_epi32(isum[c], _mm512_mullo_epi32(t, sc));
         }
       }
     }
@@ -212,9 +194,9 @@ void gemm_q6_k(int64_t n, const void* group, const void* a, size_t a_stride,
     const __m512 dw = _mm512_cvtph_ps(
         _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.d))));
     for (int c = 0; c < NC; ++c) {
+      const float d = token_blocks<ref::BlockQ8_K>(a, a_stride, c)[b].d;
       const __m512i folded = _mm512_add_epi32(isum[c], _mm512_srli_epi64(isum[c], 32));
-      acc[c] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(ab[c]->d)),
-                               _mm512_cvtepi32_ps(folded), acc[c]);
+      acc[c] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(d)), _mm512_cvtepi32_ps(folded), acc[c]);
     }
   }
   const __m512i evens = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 14, 12, 10, 8, 6, 4, 2, 0);
@@ -230,5 +212,20 @@ void gemm_q6_k(int64_t n, const void* group, const void* a, size_t a_stride,
 namespace runnel::avx512 {
 
 RUNNEL_X8_DEFINE_PRODUCTS(VnniDot)
+
+void prepare_q6_k(int64_t n, const void* a, int32_t* out) {
+  // dwords of each 32 quants in the order 0, 4, 1, 5, 2, 6, 3, 7: groups 2p and 2p + 1 interleaved
+  const __m512i pair_order = _mm512_set_epi32(15, 11, 14, 10, 13, 9, 12, 8, 7, 3, 6, 2, 5, 1, 4, 0);
+  const auto* blocks = static_cast<const ref::BlockQ8_K*>(a);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    int32_t* dst = out + b * kQ6KPreparedBlockInts;
+    for (int q = 0; q < 4; ++q) {
+      _mm512_storeu_si512(dst + 16 * q,
+                          _mm512_permutexvar_epi32(pair_order, _mm512_loadu_si512(blocks[b].qs + 64 * q)));
+    }
+    const __m512i sums = _mm512_cvtepi16_epi32(x8::load_256(blocks[b].bsums));
+    _mm512_storeu_si512(dst + 64, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sums, 5)));
+  }
+}
 
 }  // namespace runnel::avx512

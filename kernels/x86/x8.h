@@ -12,6 +12,7 @@ namespace x8 {
 void repack_q4_0(int64_t n, const void* rows, size_t row_stride, void* group);
 void repack_q8_0(int64_t n, const void* rows, size_t row_stride, void* group);
 void repack_q6_k(int64_t n, const void* rows, size_t row_stride, void* group);
+void repack_q6_k_pairs(int64_t n, const void* rows, size_t row_stride, void* group);
 void repack_q4_k(int64_t n, const void* rows, size_t row_stride, void* group);
 void repack_q4_1(int64_t n, const void* rows, size_t row_stride, void* group);
 void repack_q5_0(int64_t n, const void* rows, size_t row_stride, void* group);
@@ -25,6 +26,7 @@ void unpack_row_q5_1(int64_t n, const void* group, int r, void* row);
 void unpack_row_q8_0(int64_t n, const void* group, int r, void* row);
 void unpack_row_q4_k(int64_t n, const void* group, int r, void* row);
 void unpack_row_q6_k(int64_t n, const void* group, int r, void* row);
+void unpack_row_q6_k_pairs(int64_t n, const void* group, int r, void* row);
 void unpack_row_mxfp4(int64_t n, const void* group, int r, void* row);
 void unpack_row_iq4_xs(int64_t n, const void* group, int r, void* row);
 // IQ4_NL takes repack_q4_0 / unpack_row_q4_0 (x8_layout.h).
@@ -32,7 +34,8 @@ void unpack_row_iq4_xs(int64_t n, const void* group, int r, void* row);
 
 // a: nc activation rows (Q8_0 for Q4_0 / Q5_0 / Q8_0 / MXFP4 / IQ4_NL weights, Q8_1 for Q4_1 /
 // Q5_1, Q8_K for Q4_K / Q6_K / IQ4_XS), a_stride apart;
-// a_sums: for Q8_0 activations, the sum of the quants of each 32-block, n / 32 per row.
+// a_sums: for Q8_0 activations, the sum of the quants of each 32-block, n / 32 per row;
+// for AVX-512 Q6_K, the rows as avx512::prepare_q6_k rearranges them.
 #define RUNNEL_X8_GEMM(ns)                                                                                    \
   namespace ns {                                                                                              \
   void gemm_x8_q4_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums,    \
@@ -59,5 +62,13 @@ void unpack_row_iq4_xs(int64_t n, const void* group, int r, void* row);
 RUNNEL_X8_GEMM(avx2)
 RUNNEL_X8_GEMM(avx512)
 #undef RUNNEL_X8_GEMM
+
+namespace avx512 {
+// One Q8_K activation row for gemm_x8_q6_k over pair-order groups (x8_layout.h), 80 int32
+// a block: its quants in pair order (each 8-byte piece 4 of group 2p, then 4 of group
+// 2p + 1), then -32 x its 16 group sums.
+constexpr uint32_t kQ6KPreparedBlockInts = 80;
+void prepare_q6_k(int64_t n, const void* a, int32_t* out);
+}  // namespace avx512
 
 }  // namespace runnel

@@ -220,6 +220,13 @@ KernelTable build_avx512_table(const KernelTable& avx2_table) {
   x8(G::MXFP4, avx512::gemm_x8_mxfp4);
   x8(G::IQ4_NL, avx512::gemm_x8_iq4_nl);
   x8(G::IQ4_XS, avx512::gemm_x8_iq4_xs);
+  // Q6_K in pair order, against activations rearranged once a product (x8.h)
+  TypeKernels& q6_k = t.types[static_cast<uint32_t>(G::Q6_K)];
+  q6_k.repack_x8 = x8::repack_q6_k_pairs;
+  q6_k.unpack_x8_row = x8::unpack_row_q6_k_pairs;
+  q6_k.gemm_x8_reads_sums = true;
+  q6_k.x8_prepare = avx512::prepare_q6_k;
+  q6_k.x8_prepared_block_ints = avx512::kQ6KPreparedBlockInts;
   // Model quantizers (runnel quantize): ref's k-quant searches on 16 groups at once.
   RUNNEL_SET_GROUP_FIT_QUANTIZERS(t, avx512);
   return t;

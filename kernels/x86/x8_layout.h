@@ -64,6 +64,10 @@ static_assert(sizeof(BlockQ8_0x8) == 8 * 34);
 // in bits 0-5 of each byte, and in bits 6-7 bits 2i, 2i + 1 of the element 96 on (quarter
 // 3, same k). scales[p][r] = row r's scales of 16-element groups 2p and 2p + 1 (an int16
 // pair once widened, for the -32 * bsums term).
+// The AVX-512 table stores each quarter in pair order instead (repack_q6_k_pairs): byte
+// 4m + e (m < 2, e < 4) of a row's 8 bytes at k holds element 16m + 4k + e of the quarter,
+// so int32 lane 2r takes 4 elements of 16-element group 2p and lane 2r + 1 the same 4 of
+// group 2p + 1 (p = 4h + i); scales[p][r] are then exactly those two lanes' scales.
 struct BlockQ6_Kx8 {
   uint16_t d[kRows];
   int8_t scales[kQK_K / 32][kRows][2];

@@ -110,7 +110,16 @@ void repack_q8_0(int64_t n, const void* rows, size_t row_stride, void* group) {
   }
 }
 
-void repack_q6_k(int64_t n, const void* rows, size_t row_stride, void* group) {
+namespace {
+
+// Where element l (< 32) of a BlockQ6_Kx8 quarter sits: q[h][i][k][r][byte] with
+// 8k + byte = q6_slot(l) (x8_layout.h): l itself, or in pair order.
+int q6_slot(int l, bool pairs) {
+  if (!pairs) return l;
+  return 8 * (l % 16 / 4) + 4 * (l / 16) + l % 4;
+}
+
+void repack_q6_k_in(int64_t n, const void* rows, size_t row_stride, void* group, bool pairs) {
   auto* g = static_cast<BlockQ6_Kx8*>(group);
   for (int64_t b = 0; b < n / kQK_K; ++b) {
     for (int r = 0; r < kRows; ++r) {
@@ -120,14 +129,56 @@ void repack_q6_k(int64_t n, const void* rows, size_t row_stride, void* group) {
       for (int h = 0; h < 2; ++h) {
         for (int l = 0; l < 32; ++l) {
           const uint8_t v3 = q6_value(blk, h, 3, l);
+          const int slot = q6_slot(l, pairs);
           for (int i = 0; i < 3; ++i) {
-            g[b].q[h][i][l / 8][r][l % 8] =
+            g[b].q[h][i][slot / 8][r][slot % 8] =
                 static_cast<uint8_t>(q6_value(blk, h, i, l) | ((v3 >> (2 * i)) & 3) << 6);
           }
         }
       }
     }
   }
+}
+
+void unpack_row_q6_k_in(int64_t n, const void* group, int r, void* row, bool pairs) {
+  const auto* g = static_cast<const BlockQ6_Kx8*>(group);
+  auto* out = static_cast<ref::BlockQ6_K*>(row);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    out[b].d = g[b].d[r];
+    for (int s = 0; s < kQK_K / 16; ++s) out[b].scales[s] = g[b].scales[s / 2][r][s % 2];
+    std::memset(out[b].ql, 0, sizeof out[b].ql);
+    std::memset(out[b].qh, 0, sizeof out[b].qh);
+    for (int h = 0; h < 2; ++h) {
+      for (int l = 0; l < 32; ++l) {
+        const int slot = q6_slot(l, pairs);
+        int v3 = 0;
+        for (int i = 0; i < 3; ++i) {
+          const uint8_t packed = g[b].q[h][i][slot / 8][r][slot % 8];
+          set_q6_value(out[b], h, i, l, packed & 0x3F);
+          v3 |= (packed >> 6) << (2 * i);
+        }
+        set_q6_value(out[b], h, 3, l, static_cast<uint8_t>(v3));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void repack_q6_k(int64_t n, const void* rows, size_t row_stride, void* group) {
+  repack_q6_k_in(n, rows, row_stride, group, false);
+}
+
+void repack_q6_k_pairs(int64_t n, const void* rows, size_t row_stride, void* group) {
+  repack_q6_k_in(n, rows, row_stride, group, true);
+}
+
+void unpack_row_q6_k(int64_t n, const void* group, int r, void* row) {
+  unpack_row_q6_k_in(n, group, r, row, false);
+}
+
+void unpack_row_q6_k_pairs(int64_t n, const void* group, int r, void* row) {
+  unpack_row_q6_k_in(n, group, r, row, true);
 }
 
 void repack_q4_k(int64_t n, const void* rows, size_t row_stride, void* group) {
@@ -239,28 +290,6 @@ void unpack_row_q4_k(int64_t n, const void* group, int r, void* row) {
     ref::pack_scale_min_k4(sc, m, out[b].scales);
     for (int c = 0; c < 4; ++c) {
       for (int k = 0; k < 4; ++k) std::memcpy(out[b].qs + 32 * c + 8 * k, g[b].qs[c][k][r], 8);
-    }
-  }
-}
-
-void unpack_row_q6_k(int64_t n, const void* group, int r, void* row) {
-  const auto* g = static_cast<const BlockQ6_Kx8*>(group);
-  auto* out = static_cast<ref::BlockQ6_K*>(row);
-  for (int64_t b = 0; b < n / kQK_K; ++b) {
-    out[b].d = g[b].d[r];
-    for (int s = 0; s < kQK_K / 16; ++s) out[b].scales[s] = g[b].scales[s / 2][r][s % 2];
-    std::memset(out[b].ql, 0, sizeof out[b].ql);
-    std::memset(out[b].qh, 0, sizeof out[b].qh);
-    for (int h = 0; h < 2; ++h) {
-      for (int l = 0; l < 32; ++l) {
-        int v3 = 0;
-        for (int i = 0; i < 3; ++i) {
-          const uint8_t packed = g[b].q[h][i][l / 8][r][l % 8];
-          set_q6_value(out[b], h, i, l, packed & 0x3F);
-          v3 |= (packed >> 6) << (2 * i);
-        }
-        set_q6_value(out[b], h, 3, l, static_cast<uint8_t>(v3));
-      }
     }
   }
 }

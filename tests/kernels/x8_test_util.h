@@ -43,11 +43,10 @@ inline void check_gemm_x8(const KernelTable& t, GgmlType wt,
     t.of(wt).unpack_x8_row(n, group.data(), r, back.data());
     CHECK(back == rows[r]);
   }
-  std::vector<int32_t> sums(static_cast<size_t>(nc * (n / kQK)) + 1);
-  if (t.of(at).block_sums) {
-    for (int c = 0; c < nc; ++c)
-      t.of(at).block_sums(n, acts[c].data(), sums.data() + c * (n / kQK));
-  }
+  // what gemm_x8 reads beside the rows (block sums, or the type's own preparation)
+  const size_t per_row = x8_act_ints(t, wt, n);
+  std::vector<int32_t> sums(nc * per_row + 1);
+  for (int c = 0; c < nc; ++c) x8_act_prepare(t, wt, n, acts[c].data(), sums.data() + c * per_row);
   const size_t out_stride = kX8Rows + 5;
   std::vector<float> out(kGemmCols * out_stride, -7.0f);
   t.of(wt).gemm_x8(n, group.data(), a.data(), a_stride, sums.data(), nc, out.data(), out_stride);

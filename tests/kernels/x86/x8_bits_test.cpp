@@ -48,20 +48,19 @@ std::vector<std::vector<float>> x8_outputs(const KernelTable& t, GgmlType wt,
                                            const std::vector<uint8_t>& w,
                                            const std::vector<uint8_t>& a, int n_tokens, int64_t n) {
   const TypeKernels& k = t.of(wt);
-  const TypeKernels& ak = t.of(k.vec_dot_type);
   const size_t a_stride = row_bytes(k.vec_dot_type, n);
   std::vector<uint8_t> group(x8_group_bytes(k, wt, n));
   k.repack_x8(n, w.data(), row_bytes(wt, n), group.data());
-  std::vector<int32_t> sums(static_cast<size_t>(n_tokens * (n / kQK)) + 1);
-  if (ak.block_sums) {
-    for (int c = 0; c < n_tokens; ++c)
-      ak.block_sums(n, a.data() + c * a_stride, sums.data() + c * (n / kQK));
+  const size_t per_row = x8_act_ints(t, wt, n);
+  std::vector<int32_t> sums(n_tokens * per_row + 1);
+  for (int c = 0; c < n_tokens; ++c) {
+    x8_act_prepare(t, wt, n, a.data() + c * a_stride, sums.data() + c * per_row);
   }
   std::vector<std::vector<float>> out(static_cast<size_t>(n_tokens), std::vector<float>(kX8Rows));
   float tile[kGemmCols][kX8Rows];
   for (int c0 = 0; c0 < n_tokens; c0 += kGemmCols) {
     const int nc = std::min(kGemmCols, n_tokens - c0);
-    k.gemm_x8(n, group.data(), a.data() + c0 * a_stride, a_stride, sums.data() + c0 * (n / kQK), nc,
+    k.gemm_x8(n, group.data(), a.data() + c0 * a_stride, a_stride, sums.data() + c0 * per_row, nc,
               &tile[0][0], kX8Rows);
     for (int c = 0; c < nc; ++c) out[c0 + c].assign(tile[c], tile[c] + kX8Rows);
   }
