@@ -136,14 +136,17 @@ void run_row_ranges(Parallel& par, int64_t n_out, const Fn& fn) {
 
 namespace {
 
-// int32 of the prepared slot an activation row takes: the most x8_prepare asks for, per
-// byte of a row (every format takes at least a byte per element), in the selected table.
+// int32 of the prepared slot an activation row takes: what every x8_prepare of the
+// selected table asks for together (one product may need each), per byte of a row (every
+// format takes at least a byte per element).
 size_t prepared_row_ints(size_t max_row_bytes) {
-  uint32_t most = 0;  // int32 per element, times 256
-  for (const TypeKernels& k : kernels().types) {
-    if (k.x8_prepare) most = std::max(most, k.x8_prepared_block_ints * 256 / kQK_K);
+  size_t ints = 0;
+  for (uint32_t id = 0; id < kGgmlTypeIdLimit; ++id) {
+    const TypeKernels& k = kernels().types[id];
+    if (!k.x8_prepare) continue;
+    ints += max_row_bytes * k.x8_prepared_block_ints / traits(static_cast<GgmlType>(id)).block_size + 1;
   }
-  return most ? max_row_bytes * most / 256 + 1 : 0;
+  return ints;
 }
 
 }  // namespace
@@ -197,9 +200,15 @@ void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJ
   const uint8_t* format_rows[MatmulScratch::kMaxFormats];
   const uint8_t* format_packed[MatmulScratch::kMaxFormats] = {};  // null: not packed yet
   const int32_t* format_sums[MatmulScratch::kMaxFormats] = {};     // null: not summed yet
-  const int32_t* prepared_rows = nullptr;  // the scratch's prepared slot, once filled
-  X8PrepareFn prepared_by = nullptr;       // by this type preparation
-  int prepared_format = -1;                // of this format's rows
+  // Type preparations made so far (x8_prepare), one after the other in the prepared slot.
+  struct Preparation {
+    X8PrepareFn fn;
+    int format;
+    const int32_t* rows;
+  };
+  Preparation preparations[kMaxJobs];
+  int n_preparations = 0;
+  size_t prepared_used = 0;
   bool any_x8 = false;
   int n_formats = 0;
   const int n_groups = (n_tokens + kGemmCols - 1) / kGemmCols;
@@ -241,26 +250,30 @@ void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJ
       if (!k.gemm_x8)
         throw std::logic_error("matmul: repacked weights but the selected kernels have no gemm_x8");
       if (const size_t per_row = x8_act_ints(table, w.type, w.n_in)) {
-        // Q8_0 block sums once per format; a type's own preparation (one type a call) in
-        // the prepared slot.
-        const bool own = k.x8_prepare != nullptr;
-        if (own && prepared_rows && (prepared_by != k.x8_prepare || prepared_format != f))
-          throw std::logic_error("matmul: two x8 activation preparations in one call");
-        const int32_t*& done = own ? prepared_rows : format_sums[f];
-        if (done == nullptr) {
-          int32_t* dst = own ? scratch.prepared_slot() : scratch.sums_slot(f);
-          const size_t room = own ? scratch.prepared_slot_size() : scratch.sums_slot_size();
-          if (static_cast<size_t>(n_tokens) * per_row > room)
-            throw std::logic_error("matmul: no room in the scratch for the activations' x8 sums");
+        // Q8_0 block sums once per format, a type's own preparation once per format and type.
+        const int32_t* rows = k.x8_prepare ? nullptr : format_sums[f];
+        for (int i = 0; i < n_preparations && k.x8_prepare; ++i) {
+          if (preparations[i].fn == k.x8_prepare && preparations[i].format == f) rows = preparations[i].rows;
+        }
+        if (rows == nullptr) {
+          int32_t* dst = k.x8_prepare ? scratch.prepared_slot() + prepared_used : scratch.sums_slot(f);
+          const size_t need = static_cast<size_t>(n_tokens) * per_row;
+          const size_t room =
+              k.x8_prepare ? scratch.prepared_slot_size() - prepared_used : scratch.sums_slot_size();
+          if (need > room) throw std::logic_error("matmul: no room in the scratch for the activations' x8 sums");
           for (int t = 0; t < n_tokens; ++t) {
             x8_act_prepare(table, w.type, w.n_in, p.act + static_cast<size_t>(t) * p.act_row_bytes,
                            dst + t * per_row);
           }
-          done = dst;
-          prepared_by = k.x8_prepare;
-          prepared_format = f;
+          rows = dst;
+          if (k.x8_prepare) {
+            preparations[n_preparations++] = {k.x8_prepare, f, dst};
+            prepared_used += need;
+          } else {
+            format_sums[f] = dst;
+          }
         }
-        p.a_sums = done;
+        p.a_sums = rows;
         p.a_sums_stride = per_row;
       }
       p.gemm_x8 = k.gemm_x8;

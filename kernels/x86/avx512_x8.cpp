@@ -58,13 +58,16 @@ inline __m512i bcast8(const void* p) {
 // int16 pairs and one vpdpwssd applies both scales (pair sums of a block < 2^25). High
 // nibbles stay in place (16 x their value, one AND instead of a shift and an AND a vector)
 // and their sums shift left by 12, not 16, into the pairs' upper halves. The
-// mins: vpdpwssd of the widened min pairs against -(the Q8_K sums per 32), |B| <= 4064.
+// mins: vpdpwssd of the widened min pairs against -(the Q8_K sums per 32), |B| <= 4064,
+// which prepare_q4_k makes once a product (a_sums: 8 int16 a block).
 // Per block a row's scale part folds into lane 2r and its min part into lane 2r + 1, so
 // the one vcvtph2ps of the (d, dmin) pairs scales both; the two lanes add up at the end.
 template <class Dot, int NC>
 void gemm_q4_k(int64_t n, const void* group, const void* a, size_t a_stride,
-               const int32_t* /*a_sums*/, float* out, size_t out_stride) {
+               const int32_t* a_sums, float* out, size_t out_stride) {
   const auto* g = static_cast<const BlockQ4_Kx8*>(group);
+  const int64_t n_blocks = n / kQK_K;
+  const auto* neg_sums = reinterpret_cast<const int16_t*>(a_sums);  // [NC][n_blocks][8]
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   // lanes 2r, 2r + 1 <- int32 r (chunks 0, 2 of a scale pair) or 8 + r (chunks 1, 3)
   const __m512i dup_rows[2] = {
@@ -72,7 +75,7 @@ void gemm_q4_k(int64_t n, const void* group, const void* a, size_t a_stride,
       _mm512_set_epi32(15, 15, 14, 14, 13, 13, 12, 12, 11, 11, 10, 10, 9, 9, 8, 8)};
   __m512 acc[NC];
   for (int c = 0; c < NC; ++c) acc[c] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < n / kQK_K; ++b) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
     if constexpr (NC >= 2) prefetch_ahead<8>(g, b);
     const BlockQ4_Kx8& blk = g[b];
     const ref::BlockQ8_K* ab[NC];
@@ -82,13 +85,9 @@ void gemm_q4_k(int64_t n, const void* group, const void* a, size_t a_stride,
     const __m512i mins1 = _mm512_cvtepu8_epi16(load_256(blk.m[1]));
     for (int c = 0; c < NC; ++c) {
       ab[c] = &token_blocks<ref::BlockQ8_K>(a, a_stride, c)[b];
-      // -B_s (s < 8) as int16: the negated sums of sub-blocks of 32
-      const __m256i b32 = _mm256_madd_epi16(load_256(ab[c]->bsums), _mm256_set1_epi16(-1));
-      const __m128i bw =
-          _mm_packs_epi32(_mm256_castsi256_si128(b32), _mm256_extracti128_si256(b32, 1));
-      msum[c] = _mm512_dpwssd_epi32(_mm512_setzero_si512(), mins0, _mm512_broadcastq_epi64(bw));
-      msum[c] =
-          _mm512_dpwssd_epi32(msum[c], mins1, _mm512_broadcastq_epi64(_mm_unpackhi_epi64(bw, bw)));
+      const int16_t* sums = neg_sums + (c * n_blocks + b) * 8;
+      msum[c] = _mm512_dpwssd_epi32(_mm512_setzero_si512(), mins0, bcast8(sums));
+      msum[c] = _mm512_dpwssd_epi32(msum[c], mins1, bcast8(sums + 4));
       isum[c] = _mm512_setzero_si512();
     }
     const __m512i scales[2] = {_mm512_cvtepu8_epi16(load_256(blk.sc[0])),
@@ -212,6 +211,16 @@ void gemm_q6_k(int64_t n, const void* group, const void* a, size_t a_stride, con
 namespace runnel::avx512 {
 
 RUNNEL_X8_DEFINE_PRODUCTS(VnniDot)
+
+void prepare_q4_k(int64_t n, const void* a, int32_t* out) {
+  const auto* blocks = static_cast<const ref::BlockQ8_K*>(a);
+  for (int64_t b = 0; b < n / kQK_K; ++b) {
+    // -B_s (s < 8) as int16: the negated sums of sub-blocks of 32
+    const __m256i b32 = _mm256_madd_epi16(x8::load_256(blocks[b].bsums), _mm256_set1_epi16(-1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + b * kQ4KPreparedBlockInts),
+                     _mm_packs_epi32(_mm256_castsi256_si128(b32), _mm256_extracti128_si256(b32, 1)));
+  }
+}
 
 void prepare_q6_k(int64_t n, const void* a, int32_t* out) {
   // dwords of each 32 quants in the order 0, 4, 1, 5, 2, 6, 3, 7: groups 2p and 2p + 1 interleaved

@@ -35,7 +35,7 @@ void unpack_row_iq4_xs(int64_t n, const void* group, int r, void* row);
 // a: nc activation rows (Q8_0 for Q4_0 / Q5_0 / Q8_0 / MXFP4 / IQ4_NL weights, Q8_1 for Q4_1 /
 // Q5_1, Q8_K for Q4_K / Q6_K / IQ4_XS), a_stride apart;
 // a_sums: for Q8_0 activations, the sum of the quants of each 32-block, n / 32 per row;
-// for AVX-512 Q6_K, the rows as avx512::prepare_q6_k rearranges them.
+// for AVX-512 Q4_K and Q6_K, the rows as avx512::prepare_q4_k / prepare_q6_k make them.
 #define RUNNEL_X8_GEMM(ns)                                                                                    \
   namespace ns {                                                                                              \
   void gemm_x8_q4_0(int64_t n, const void* group, const void* a, size_t a_stride, const int32_t* a_sums,    \
@@ -64,6 +64,10 @@ RUNNEL_X8_GEMM(avx512)
 #undef RUNNEL_X8_GEMM
 
 namespace avx512 {
+// One Q8_K activation row for gemm_x8_q4_k, 4 int32 a block: -(its sums of sub-blocks of
+// 32) as 8 int16.
+constexpr uint32_t kQ4KPreparedBlockInts = 4;
+void prepare_q4_k(int64_t n, const void* a, int32_t* out);
 // One Q8_K activation row for gemm_x8_q6_k over pair-order groups (x8_layout.h), 80 int32
 // a block: its quants in pair order (each 8-byte piece 4 of group 2p, then 4 of group
 // 2p + 1), then -32 x its 16 group sums.

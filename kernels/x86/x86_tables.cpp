@@ -227,6 +227,11 @@ KernelTable build_avx512_table(const KernelTable& avx2_table) {
   q6_k.gemm_x8_reads_sums = true;
   q6_k.x8_prepare = avx512::prepare_q6_k;
   q6_k.x8_prepared_block_ints = avx512::kQ6KPreparedBlockInts;
+  // Q4_K's Q8_K sums per 32, negated and narrowed once a product
+  TypeKernels& q4_k = t.types[static_cast<uint32_t>(G::Q4_K)];
+  q4_k.gemm_x8_reads_sums = true;
+  q4_k.x8_prepare = avx512::prepare_q4_k;
+  q4_k.x8_prepared_block_ints = avx512::kQ4KPreparedBlockInts;
   // Model quantizers (runnel quantize): ref's k-quant searches on 16 groups at once.
   RUNNEL_SET_GROUP_FIT_QUANTIZERS(t, avx512);
   return t;

@@ -80,10 +80,11 @@ TEST_CASE("memory plan: scratch of the 1B shape by hand", "[plan]") {
   const uint64_t floats = 64ull * (6144 + 2048 + 512 + 512 + 2048 + 16384 + 64) + 5248 + 128256;
   // rows + packed groups + gemm_x8's per-block sums of each row (an int per 32 bytes)
   const uint64_t sums = 3ull * 64 * (8192 * 4 / 32 + 1) * 4;
-  // and, where the kernels prepare Q6_K's activations (AVX-512: 80 ints a 256-block), a
-  // prepared copy of each row (its bytes times 80 / 256 ints)
-  const bool prepares = kernels().of(GgmlType::Q6_K).x8_prepare != nullptr;
-  const uint64_t prepared = prepares ? 64ull * (8192 * 4 * 80 / 256 + 1) * 4 : 0;
+  // and, where the kernels prepare Q6_K's and Q4_K's activations (AVX-512: 80 and 4 ints a
+  // 256-block), a prepared copy of each row for each (its bytes times 80 / 256, 4 / 256 ints)
+  const uint64_t prepared_ints = (kernels().of(GgmlType::Q6_K).x8_prepare ? 8192 * 4 * 80 / 256 + 1 : 0) +
+                                 (kernels().of(GgmlType::Q4_K).x8_prepare ? 8192 * 4 * 4 / 256 + 1 : 0);
+  const uint64_t prepared = 64ull * prepared_ints * 4;
   const uint64_t matmul = 3ull * 64 * 8192 * 4 + 3ull * 64 * 8192 * 5 / 4 + sums + prepared;
   // per task: 4 heads' scores, an f16 row, a V row, 4 widened rows (wasm)
   const uint64_t attention = 8ull * (4 * 4 * 4096 + 2 * 4096 + 4 * 64 + 4 * 4 * 4096);
@@ -99,7 +100,7 @@ TEST_CASE("memory plan: scratch of the 1B shape by hand", "[plan]") {
   const uint64_t floats4 = 4ull * (6144 + 2048 + 512 + 512 + 2048 + 16384 + 64) + 5248 + 4ull * 128256;
   const uint64_t matmul4 = 3ull * 4 * 8192 * 4 + 3ull * 8192 * 5 / 4 * 8 +
                            3ull * 4 * (8192 * 4 / 32 + 1) * 4 +
-                           (prepares ? 4ull * (8192 * 4 * 80 / 256 + 1) * 4 : 0);
+                           4ull * prepared_ints * 4;
   CHECK(plan_scratch_bytes(c, o) == 4 * (4 * floats + matmul + attention) + 4 * floats4 + matmul4 + attention);
   o.n_decode_batch = 1;  // one slot: no batch
   CHECK(plan_scratch_bytes(c, o) == 4 * (4 * floats + matmul + attention));
