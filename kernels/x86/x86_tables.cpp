@@ -166,8 +166,9 @@ namespace {
 // The AVX-512 set: the AVX2 table with the AVX-512 entries swapped in: the per-token
 // dots (VNNI for the quantized types; BF16 with vdpbf16ps where the CPU has
 // AVX512-BF16, else widened into 512-bit FMA) and the batched products, gemm and
-// gemm_x8. Quantizers and float ops are the AVX2 ones; the x8 layouts and the packed
-// groups are shared. Every quantized gemm but Q2_K's and Q3_K's is a VNNI one.
+// gemm_x8. Quantizers and float ops are the AVX2 ones; the packed groups and the x8
+// layouts are shared but Q6_K's (pair order here, with its activations prepared). Every
+// quantized gemm but Q2_K's and Q3_K's is a VNNI one.
 KernelTable build_avx512_table(const KernelTable& avx2_table) {
   KernelTable t = avx2_table;
   t.isa = "avx512";
