@@ -78,7 +78,7 @@ struct TypeKernels {
   BlockSumsFn block_sums = nullptr;
   // Where set (with gemm_x8_reads_sums), gemm_x8 reads as a_sums each activation row
   // rearranged by x8_prepare instead: x8_prepared_block_ints int32 a weight block, rows
-  // one after the other (x8_act_ints / x8_act_prepare below pick the right one).
+  // one after the other (x8_act_maker / x8_act_ints below pick the right one).
   X8PrepareFn x8_prepare = nullptr;
   uint32_t x8_prepared_block_ints = 0;
 };
@@ -102,21 +102,22 @@ struct KernelTable {
 };
 
 // The int32 of a_sums that gemm_x8 of `type` reads per activation row of n elements
-// (0: it reads none), and writing them for one row.
+// (0: it reads none), what makes them (the type's x8_prepare, or the activation
+// format's block_sums; one maker over the same rows gives the same ints), and writing
+// them for one row.
+inline X8PrepareFn x8_act_maker(const KernelTable& t, GgmlType type) {
+  const TypeKernels& k = t.of(type);
+  if (!k.gemm_x8_reads_sums) return nullptr;
+  return k.x8_prepare ? k.x8_prepare : t.of(k.vec_dot_type).block_sums;
+}
 inline size_t x8_act_ints(const KernelTable& t, GgmlType type, int64_t n) {
   const TypeKernels& k = t.of(type);
-  if (!k.gemm_x8_reads_sums) return 0;
+  if (!x8_act_maker(t, type)) return 0;
   if (k.x8_prepare) return static_cast<size_t>(n / traits(type).block_size) * k.x8_prepared_block_ints;
-  return t.of(k.vec_dot_type).block_sums ? static_cast<size_t>(n / 32) : 0;
+  return static_cast<size_t>(n / 32);
 }
 inline void x8_act_prepare(const KernelTable& t, GgmlType type, int64_t n, const void* a, int32_t* out) {
-  const TypeKernels& k = t.of(type);
-  if (!k.gemm_x8_reads_sums) return;
-  if (k.x8_prepare) {
-    k.x8_prepare(n, a, out);
-  } else if (const BlockSumsFn sums = t.of(k.vec_dot_type).block_sums) {
-    sums(n, a, out);
-  }
+  if (const X8PrepareFn maker = x8_act_maker(t, type)) maker(n, a, out);
 }
 
 // The scalar reference table (always available; the oracle for every other ISA).

@@ -136,11 +136,11 @@ void run_row_ranges(Parallel& par, int64_t n_out, const Fn& fn) {
 
 namespace {
 
-// int32 of the prepared slot an activation row takes: what every x8_prepare of the
-// selected table asks for together (one product may need each), per byte of a row (every
-// format takes at least a byte per element).
-size_t prepared_row_ints(size_t max_row_bytes) {
-  size_t ints = 0;
+// int32 of the scratch's act_ints an activation row takes: the Q8_0 block sums of every
+// format (a format takes at least a byte per element: n_in / 32 <= row bytes / 32), and
+// what every x8_prepare of the selected table asks for (one product may need each).
+size_t act_row_ints(size_t max_row_bytes) {
+  size_t ints = MatmulScratch::kMaxFormats * (max_row_bytes / 32 + 1);
   for (uint32_t id = 0; id < kGgmlTypeIdLimit; ++id) {
     const TypeKernels& k = kernels().types[id];
     if (!k.x8_prepare) continue;
@@ -149,13 +149,61 @@ size_t prepared_row_ints(size_t max_row_bytes) {
   return ints;
 }
 
+// A product call's activation ints in the scratch's act_ints, end to end: each maker's
+// (x8_act_maker) over each batch of rows once, however many jobs read them.
+class ActInts {
+ public:
+  explicit ActInts(MatmulScratch& scratch) : base_(scratch.act_ints()), room_(scratch.act_ints_size()) {}
+
+  // The ints `maker` makes of n_rows activation rows at `act` (per_row a row), and
+  // whether the caller still has to make them; null when they do not fit.
+  int32_t* find_or_reserve(X8PrepareFn maker, const uint8_t* act, size_t per_row, int n_rows, bool& fresh) {
+    for (int i = 0; i < n_entries_; ++i) {
+      const Entry& e = entries_[i];
+      if (e.maker == maker && e.act == act && e.per_row == per_row && e.n_rows == n_rows) {
+        fresh = false;
+        return e.ints;
+      }
+    }
+    const size_t ints = per_row * static_cast<size_t>(n_rows);
+    if (n_entries_ == kMaxEntries || ints > room_ - used_) return nullptr;
+    int32_t* dst = base_ + used_;
+    used_ += ints;
+    entries_[n_entries_++] = {maker, act, per_row, n_rows, dst};
+    fresh = true;
+    return dst;
+  }
+
+ private:
+  static constexpr int kMaxEntries = static_cast<int>(kMaxRoutedJobs);
+  struct Entry {
+    X8PrepareFn maker;
+    const uint8_t* act;
+    size_t per_row;
+    int n_rows;
+    int32_t* ints;
+  };
+  int32_t* base_;
+  size_t room_;
+  size_t used_ = 0;
+  Entry entries_[kMaxEntries];
+  int n_entries_ = 0;
+};
+
+// Makes a job's activation ints: rows of act_row_bytes, per_row ints each.
+void make_act_ints(X8PrepareFn maker, int64_t n_in, const uint8_t* act, size_t act_row_bytes, int n_rows,
+                   int32_t* ints, size_t per_row) {
+  for (int t = 0; t < n_rows; ++t) {
+    maker(n_in, act + static_cast<size_t>(t) * act_row_bytes, ints + static_cast<size_t>(t) * per_row);
+  }
+}
+
 }  // namespace
 
 uint64_t MatmulScratch::bytes(int n_tokens, size_t max_row_bytes, size_t max_pack_bytes) {
   const uint64_t n = static_cast<uint64_t>(n_tokens);
   const uint64_t packed = n_tokens >= kMinGemmTokens ? (n + kGemmCols - 1) / kGemmCols * max_pack_bytes : 0;
-  return kMaxFormats * (n * max_row_bytes + packed + n * (max_row_bytes / 32 + 1) * sizeof(int32_t)) +
-         n * prepared_row_ints(max_row_bytes) * sizeof(int32_t);
+  return kMaxFormats * (n * max_row_bytes + packed) + n * act_row_ints(max_row_bytes) * sizeof(int32_t);
 }
 
 MatmulScratch::MatmulScratch(int n_tokens, size_t max_row_bytes, size_t max_pack_bytes)
@@ -165,10 +213,7 @@ MatmulScratch::MatmulScratch(int n_tokens, size_t max_row_bytes, size_t max_pack
                              : 0),
       bytes_(slot_bytes_ * kMaxFormats),
       packed_(packed_slot_bytes_ * kMaxFormats),
-      // every format takes at least a byte per element: n_in / 32 <= row bytes / 32
-      sums_slot_size_(static_cast<size_t>(n_tokens) * (max_row_bytes / 32 + 1)),
-      sums_(sums_slot_size_ * kMaxFormats),
-      prepared_(static_cast<size_t>(n_tokens) * prepared_row_ints(max_row_bytes)) {}
+      act_ints_(static_cast<size_t>(n_tokens) * act_row_ints(max_row_bytes)) {}
 
 size_t activation_row_bytes(GgmlType weight_type, int64_t n_in) {
   return row_bytes(kernels().of(weight_type).vec_dot_type, n_in);
@@ -199,16 +244,7 @@ void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJ
   GgmlType formats[MatmulScratch::kMaxFormats];
   const uint8_t* format_rows[MatmulScratch::kMaxFormats];
   const uint8_t* format_packed[MatmulScratch::kMaxFormats] = {};  // null: not packed yet
-  const int32_t* format_sums[MatmulScratch::kMaxFormats] = {};     // null: not summed yet
-  // Type preparations made so far (x8_prepare), one after the other in the prepared slot.
-  struct Preparation {
-    X8PrepareFn fn;
-    int format;
-    const int32_t* rows;
-  };
-  Preparation preparations[kMaxJobs];
-  int n_preparations = 0;
-  size_t prepared_used = 0;
+  ActInts act_ints(scratch);
   bool any_x8 = false;
   int n_formats = 0;
   const int n_groups = (n_tokens + kGemmCols - 1) / kGemmCols;
@@ -250,30 +286,12 @@ void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJ
       if (!k.gemm_x8)
         throw std::logic_error("matmul: repacked weights but the selected kernels have no gemm_x8");
       if (const size_t per_row = x8_act_ints(table, w.type, w.n_in)) {
-        // Q8_0 block sums once per format, a type's own preparation once per format and type.
-        const int32_t* rows = k.x8_prepare ? nullptr : format_sums[f];
-        for (int i = 0; i < n_preparations && k.x8_prepare; ++i) {
-          if (preparations[i].fn == k.x8_prepare && preparations[i].format == f) rows = preparations[i].rows;
-        }
-        if (rows == nullptr) {
-          int32_t* dst = k.x8_prepare ? scratch.prepared_slot() + prepared_used : scratch.sums_slot(f);
-          const size_t need = static_cast<size_t>(n_tokens) * per_row;
-          const size_t room =
-              k.x8_prepare ? scratch.prepared_slot_size() - prepared_used : scratch.sums_slot_size();
-          if (need > room) throw std::logic_error("matmul: no room in the scratch for the activations' x8 sums");
-          for (int t = 0; t < n_tokens; ++t) {
-            x8_act_prepare(table, w.type, w.n_in, p.act + static_cast<size_t>(t) * p.act_row_bytes,
-                           dst + t * per_row);
-          }
-          rows = dst;
-          if (k.x8_prepare) {
-            preparations[n_preparations++] = {k.x8_prepare, f, dst};
-            prepared_used += need;
-          } else {
-            format_sums[f] = dst;
-          }
-        }
-        p.a_sums = rows;
+        const X8PrepareFn maker = x8_act_maker(table, w.type);
+        bool fresh = false;
+        int32_t* ints = act_ints.find_or_reserve(maker, p.act, per_row, n_tokens, fresh);
+        if (!ints) throw std::logic_error("matmul: no room in the scratch for the activations' x8 sums");
+        if (fresh) make_act_ints(maker, w.n_in, p.act, p.act_row_bytes, n_tokens, ints, per_row);
+        p.a_sums = ints;
         p.a_sums_stride = per_row;
       }
       p.gemm_x8 = k.gemm_x8;
@@ -391,36 +409,21 @@ bool matmul_routed(Parallel& par, std::span<const RoutedJob> jobs, MatmulScratch
     p.act = quantize_to[j];
     used[f] += bytes;
   }
-  // Repacked jobs' activation sums (x8_act_ints): a job's own, or those of an earlier job
-  // of the same rows and preparation; Q8_0 block sums in the sums slots end to end, type
-  // preparations in the prepared slot.
-  int32_t* sum_to[kMaxRoutedJobs] = {};
-  size_t sums_used = 0, prepared_used = 0;
+  // Repacked jobs' activation ints (x8_act_ints), reserved now and made once the rows
+  // are quantized below.
+  ActInts act_ints(scratch);
+  int32_t* ints_to[kMaxRoutedJobs] = {};  // the first job of its rows and maker: its ints
   for (size_t j = 0; j < jobs.size(); ++j) {
     const RoutedJob& r = jobs[j];
     const size_t per_row = r.w.x8 ? x8_act_ints(table, r.w.type, r.w.n_in) : 0;
     if (per_row == 0) continue;
-    const X8PrepareFn prepare = table.of(r.w.type).x8_prepare;
     PreparedJob& p = prepared[j];
+    bool fresh = false;
+    int32_t* ints = act_ints.find_or_reserve(x8_act_maker(table, r.w.type), p.act, per_row, r.n_tokens, fresh);
+    if (!ints) return false;
+    p.a_sums = ints;
     p.a_sums_stride = per_row;
-    const auto same_sums = [&](size_t i) {
-      return prepared[i].a_sums && prepared[i].act == p.act && prepared[i].a_sums_stride == per_row &&
-             table.of(jobs[i].w.type).x8_prepare == prepare;
-    };
-    size_t prev = 0;
-    while (prev < j && !same_sums(prev)) ++prev;
-    if (prev < j) {
-      p.a_sums = prepared[prev].a_sums;
-      continue;
-    }
-    const size_t ints = static_cast<size_t>(r.n_tokens) * per_row;
-    size_t& used_ints = prepare ? prepared_used : sums_used;
-    const size_t room =
-        prepare ? scratch.prepared_slot_size() : MatmulScratch::kMaxFormats * scratch.sums_slot_size();
-    if (used_ints + ints > room) return false;
-    sum_to[j] = (prepare ? scratch.prepared_slot() : scratch.sums_slot(0)) + used_ints;
-    p.a_sums = sum_to[j];
-    used_ints += ints;
+    if (fresh) ints_to[j] = ints;
   }
   if (scratch.observer) {  // every job fits: they run now
     for (const RoutedJob& r : jobs) scratch.observer->observe(r.w, r.x, r.n_tokens);
@@ -435,13 +438,10 @@ bool matmul_routed(Parallel& par, std::span<const RoutedJob> jobs, MatmulScratch
     }
   }
   for (size_t j = 0; j < jobs.size(); ++j) {
-    if (!sum_to[j]) continue;
-    const PreparedJob& p = prepared[j];
-    for (int t = 0; t < jobs[j].n_tokens; ++t) {
-      x8_act_prepare(table, jobs[j].w.type, jobs[j].w.n_in,
-                     p.act + static_cast<size_t>(t) * p.act_row_bytes,
-                     sum_to[j] + static_cast<size_t>(t) * p.a_sums_stride);
-    }
+    if (!ints_to[j]) continue;
+    const RoutedJob& r = jobs[j];
+    make_act_ints(x8_act_maker(table, r.w.type), r.w.n_in, prepared[j].act, prepared[j].act_row_bytes,
+                  r.n_tokens, ints_to[j], prepared[j].a_sums_stride);
   }
   const size_t n_jobs = jobs.size();
   run_row_ranges(par, n_out, [&](int64_t r0, int64_t r1) {

@@ -70,7 +70,7 @@ class MatmulScratch {
   // What that constructor allocates, for the memory plan.
   static uint64_t bytes(int n_tokens, size_t max_row_bytes, size_t max_pack_bytes);
   uint64_t allocated_bytes() const {
-    return bytes_.size() + packed_.size() + (sums_.size() + prepared_.size()) * sizeof(int32_t);
+    return bytes_.size() + packed_.size() + act_ints_.size() * sizeof(int32_t);
   }
 
   static constexpr int kMaxFormats = 3;  // distinct partner formats in one job group
@@ -88,22 +88,17 @@ class MatmulScratch {
   // Null unless something collects the products' inputs (one pointer test per product).
   MatmulObserver* observer = nullptr;
 
-  // Per-block quant sums of a format's rows, for gemm_x8 (a_sums).
-  size_t sums_slot_size() const { return sums_slot_size_; }
-  int32_t* sums_slot(int format) { return sums_.data() + static_cast<size_t>(format) * sums_slot_size_; }
-  // Activation rows as a type's x8_prepare rearranges them, for gemm_x8 (a_sums); empty
-  // unless the selected kernels prepare some type's.
-  size_t prepared_slot_size() const { return prepared_.size(); }
-  int32_t* prepared_slot() { return prepared_.data(); }
+  // What gemm_x8 reads beside the activation rows (x8_act_ints: Q8_0 block sums, a
+  // type's x8_prepare), each maker's over each format's rows once, end to end.
+  size_t act_ints_size() const { return act_ints_.size(); }
+  int32_t* act_ints() { return act_ints_.data(); }
 
  private:
   size_t slot_bytes_ = 0;
   size_t packed_slot_bytes_ = 0;
   std::vector<uint8_t> bytes_;   // [kMaxFormats][n_tokens][row bytes]
   std::vector<uint8_t> packed_;  // [kMaxFormats][groups][pack bytes]
-  size_t sums_slot_size_ = 0;
-  std::vector<int32_t> sums_;  // [kMaxFormats][n_tokens][blocks]
-  std::vector<int32_t> prepared_;  // [n_tokens][prepared ints]
+  std::vector<int32_t> act_ints_;
 };
 
 // Bytes one activation row of n_in elements takes in `weight_type`'s partner format.
@@ -143,8 +138,8 @@ struct RoutedJob {
 // then calls epilogue(r0, r1) if given. For the few tokens an expert gets while
 // decoding. Repacked weights (Matrix::x8) go through gemm_x8, whose columns are per
 // token too. Returns false, having done nothing, when the jobs do not fit: more than
-// kMaxRoutedJobs, more input rows than the scratch holds, unequal n_out, or a repacked
-// layout that needs per-block activation sums.
+// kMaxRoutedJobs, more input rows or activation ints (x8_act_ints) than the scratch
+// holds, unequal n_out, or repacked weights the selected kernels cannot read.
 constexpr size_t kMaxRoutedJobs = 128;
 bool matmul_routed(Parallel& par, std::span<const RoutedJob> jobs, MatmulScratch& scratch,
                    const RowEpilogue* epilogue = nullptr);

@@ -87,6 +87,28 @@ struct GateUp {
   MatmulScratch scratch;
 };
 
+// A matrix repacked for the selected kernels' gemm_x8 (n_out a multiple of kX8Rows).
+struct X8Matrix {
+  QuantMatrix q;
+  std::vector<uint8_t> groups;
+  Matrix m;
+};
+
+X8Matrix make_x8_matrix(GgmlType type, int n_in, int n_out, int seed) {
+  X8Matrix x{make_matrix(type, n_in, n_out, seed), {}, {}};
+  const TypeKernels& k = kernels().of(type);
+  const size_t group_bytes = x8_group_bytes(k, type, n_in), rb = row_bytes(type, n_in);
+  x.groups.resize(group_bytes * static_cast<size_t>(n_out / kX8Rows));
+  for (int g = 0; g < n_out / kX8Rows; ++g) {
+    k.repack_x8(n_in, x.q.bytes.data() + static_cast<size_t>(g) * kX8Rows * rb, rb,
+                x.groups.data() + static_cast<size_t>(g) * group_bytes);
+  }
+  x.m = x.q.m;
+  x.m.data = x.groups.data();
+  x.m.x8 = true;
+  return x;
+}
+
 }  // namespace
 
 TEST_CASE("matmul: a group of Q4_1, Q8_0 and F32 matrices over a batch", "[model]") {
@@ -299,6 +321,94 @@ TEST_CASE("matmul: a float-weight prompt takes the float gemm where the kernels 
     }
   }
   CHECK(test::select_process_isa());  // leave the process on its set for other tests
+}
+
+// Repacked jobs of several types in one call read the activation ints their gemm_x8
+// needs (Q8_0 block sums, a type's own x8_prepare: AVX-512 Q4_K and Q6_K both prepare
+// Q8_K rows, as a Q4_K_M file's fused q / k / v does), each made once a call, and get
+// the bits each job gets alone; so do routed jobs over two inputs.
+TEST_CASE("matmul: repacked jobs of mixed types in one call give each job's bits alone", "[model][x8]") {
+  const int n_in = 512, n_out = 16;
+  for (const char* isa : {"ref", "avx2", "avx512"}) {
+    if (!select_kernels(isa)) continue;
+    INFO("kernels " << isa);
+    std::vector<GgmlType> types;
+    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0}) {
+      if (kernels().of(t).repack_x8 && kernels().of(t).gemm_x8) types.push_back(t);
+    }
+    if (types.size() < 2) continue;
+    std::vector<X8Matrix> ws;
+    size_t max_row_bytes = 0;
+    for (size_t i = 0; i < types.size(); ++i) {
+      ws.push_back(make_x8_matrix(types[i], n_in, n_out, 11 + static_cast<int>(i)));
+      max_row_bytes = std::max(max_row_bytes, activation_row_bytes(types[i], n_in));
+    }
+    const int n_a = 3, n_b = 2;  // tokens of the two inputs
+    std::vector<float> xa(static_cast<size_t>(n_a) * n_in), xb(static_cast<size_t>(n_b) * n_in);
+    for (size_t i = 0; i < xa.size(); ++i) xa[i] = std::cos(0.07f * static_cast<float>(i));
+    for (size_t i = 0; i < xb.size(); ++i) xb[i] = std::sin(0.05f * static_cast<float>(i) + 1.0f);
+    CountingParallel par(2);
+    const auto alone = [&](const X8Matrix& w, const std::vector<float>& x, int n_tokens) {
+      std::vector<float> y(static_cast<size_t>(n_tokens) * n_out, NAN);
+      MatmulScratch scratch(n_tokens, max_row_bytes);
+      const MatmulJob job[] = {{w.m, y.data(), nullptr}};
+      matmul(par, x.data(), n_tokens, job, scratch);
+      // and alone, the float dot of the dequantized rows and the rounded activations
+      const std::vector<float> xr = partner_round(w.m.type, x, n_in);
+      for (int t = 0; t < n_tokens; ++t) {
+        for (int r = 0; r < n_out; ++r) {
+          double sum = 0;
+          for (int i = 0; i < n_in; ++i) {
+            sum += static_cast<double>(w.q.values[static_cast<size_t>(r) * n_in + i]) *
+                   xr[static_cast<size_t>(t) * n_in + i];
+          }
+          INFO(traits(w.m.type).name << " alone, token " << t << " row " << r);
+          CHECK(y[static_cast<size_t>(t) * n_out + r] == Approx(sum).margin(1e-3).epsilon(1e-4));
+        }
+      }
+      return y;
+    };
+    const auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {
+      return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    };
+
+    std::vector<std::vector<float>> ya, yb;
+    for (const X8Matrix& w : ws) {
+      ya.push_back(alone(w, xa, n_a));
+      yb.push_back(alone(w, xb, n_b));
+    }
+
+    MatmulScratch scratch(n_a + n_b, max_row_bytes);
+    for (int call = 0; call < 2; ++call) {  // a second call reuses the scratch
+      std::vector<std::vector<float>> y(ws.size(), std::vector<float>(static_cast<size_t>(n_a) * n_out, NAN));
+      std::vector<MatmulJob> jobs;
+      for (size_t i = 0; i < ws.size(); ++i) jobs.push_back({ws[i].m, y[i].data(), nullptr});
+      matmul(par, xa.data(), n_a, jobs, scratch);
+      for (size_t i = 0; i < ws.size(); ++i) {
+        INFO("call " << call << ", job " << i << ": " << traits(types[i]).name);
+        CHECK(same_bits(y[i], ya[i]));
+      }
+    }
+
+    // Every type over both inputs, routed: jobs of one input share its rows and ints.
+    std::vector<std::vector<float>> ra, rb;
+    std::vector<RoutedJob> routed;
+    for (size_t i = 0; i < ws.size(); ++i) {
+      ra.emplace_back(static_cast<size_t>(n_a) * n_out, NAN);
+      rb.emplace_back(static_cast<size_t>(n_b) * n_out, NAN);
+    }
+    for (size_t i = 0; i < ws.size(); ++i) {
+      routed.push_back({ws[i].m, xa.data(), n_a, ra[i].data(), nullptr});
+      routed.push_back({ws[i].m, xb.data(), n_b, rb[i].data(), nullptr});
+    }
+    REQUIRE(matmul_routed(par, routed, scratch));
+    for (size_t i = 0; i < ws.size(); ++i) {
+      INFO("routed job " << i << ": " << traits(types[i]).name);
+      CHECK(same_bits(ra[i], ya[i]));
+      CHECK(same_bits(rb[i], yb[i]));
+    }
+  }
+  REQUIRE(test::select_process_isa());
 }
 
 TEST_CASE("kv cache stores f16-rounded k rows and transposed v rows", "[model]") {
