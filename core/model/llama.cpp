@@ -7,7 +7,7 @@
 
 namespace runnel {
 
-void Model::forward_llama(std::span<const int32_t> tokens, std::span<const SeqRun> runs, bool all_logits,
+void Model::forward_llama(std::span<const int32_t> tokens, std::span<const SeqRun> runs, int logits_from,
                           ForwardScratch& s, Parallel& par, float* hidden_out) {
   const ModelConfig& c = config_;
   const int n = static_cast<int>(tokens.size());
@@ -31,7 +31,7 @@ void Model::forward_llama(std::span<const int32_t> tokens, std::span<const SeqRu
     ops.add(s.x.data(), s.proj.data(), s.x.data(), n_x);
     store_.release(l);
   }
-  output(n, all_logits, s, par, hidden_out);
+  output(n, logits_from, s, par, hidden_out);
 }
 
 }  // namespace runnel

@@ -91,22 +91,24 @@ void run_rows_gemm(const PreparedJob& p, int n_tokens, int64_t r0, int64_t r1) {
   }
 }
 
-// Rows [r0, r1) of one job for all tokens.
-void run_rows(const PreparedJob& p, int n_tokens, int64_t r0, int64_t r1) {
+// Rows [r0, r1) of one job for all tokens: the first n_gemm through the batched
+// product where the job has one, the rest token by token.
+void run_rows(const PreparedJob& p, int n_tokens, int n_gemm, int64_t r0, int64_t r1) {
   if (p.gemm_x8) {
     run_rows_x8(p, n_tokens, r0, r1);
     return;
   }
+  int t_first = 0;
   if (p.gemm) {
-    run_rows_gemm(p, n_tokens, r0, r1);
-    return;
+    run_rows_gemm(p, n_gemm, r0, r1);
+    t_first = n_gemm;
   }
   const Matrix& w = p.job->w;
   float* out = p.job->out;
   const float* bias = p.job->bias;
-  for (int64_t tile = r0; tile < r1; tile += kRowTile) {
+  for (int64_t tile = r0; tile < r1 && t_first < n_tokens; tile += kRowTile) {
     const int64_t tile_end = std::min(tile + kRowTile, r1);
-    for (int t = 0; t < n_tokens; ++t) {
+    for (int t = t_first; t < n_tokens; ++t) {
       const uint8_t* a = p.act + static_cast<size_t>(t) * p.act_row_bytes;
       float* y = out + static_cast<int64_t>(t) * w.n_out;
       for (int64_t r = tile; r < tile_end; ++r) {
@@ -247,7 +249,9 @@ void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJ
   ActInts act_ints(scratch);
   bool any_x8 = false;
   int n_formats = 0;
-  const int n_groups = (n_tokens + kGemmCols - 1) / kGemmCols;
+  // rows the batched gemm may take (per_token: only a leading prompt chunk's)
+  const int n_gemm = scratch.per_token ? std::clamp(scratch.gemm_tokens, 0, n_tokens) : n_tokens;
+  const int n_groups = (n_gemm + kGemmCols - 1) / kGemmCols;
   int64_t total_rows = 0;
 
   for (size_t j = 0; j < jobs.size(); ++j) {
@@ -297,7 +301,7 @@ void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJ
       p.gemm_x8 = k.gemm_x8;
       p.x8_group_bytes = x8_group_bytes(k, w.type, w.n_in);
       any_x8 = true;
-    } else if (k.gemm && ak.gemm_pack && n_tokens >= kMinGemmTokens && !scratch.per_token &&
+    } else if (k.gemm && ak.gemm_pack && n_gemm >= kMinGemmTokens &&
                static_cast<size_t>(n_groups) * ak.gemm_pack_bytes(w.n_in) <=
                    scratch.packed_slot_bytes()) {
       p.pack_bytes = ak.gemm_pack_bytes(w.n_in);
@@ -306,7 +310,7 @@ void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJ
         for (int g = 0; g < n_groups; ++g) {
           const int t0 = g * kGemmCols;
           ak.gemm_pack(w.n_in, p.act + static_cast<size_t>(t0) * p.act_row_bytes, p.act_row_bytes,
-                       std::min(kGemmCols, n_tokens - t0),
+                       std::min(kGemmCols, n_gemm - t0),
                        dst + static_cast<size_t>(g) * p.pack_bytes);
         }
         format_packed[f] = dst;
@@ -327,7 +331,7 @@ void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJ
         throw std::logic_error("matmul: an epilogue needs jobs of one n_out");
     }
     run_row_ranges(par, n_out, [&](int64_t r0, int64_t r1) {
-      for (size_t j = 0; j < n_jobs; ++j) run_rows(prepared[j], n_tokens, r0, r1);
+      for (size_t j = 0; j < n_jobs; ++j) run_rows(prepared[j], n_tokens, n_gemm, r0, r1);
       (*epilogue)(r0, r1);
     });
     return;
@@ -349,7 +353,7 @@ void matmul(Parallel& par, const float* x, int n_tokens, std::span<const MatmulJ
       const int64_t job_end = job_start + prepared[j].job->w.n_out;
       if (lo < job_end) {
         const int64_t end = std::min(hi, job_end);
-        run_rows(prepared[j], n_tokens, lo - job_start, end - job_start);
+        run_rows(prepared[j], n_tokens, n_gemm, lo - job_start, end - job_start);
         lo = end;
       }
       job_start = job_end;
@@ -445,7 +449,7 @@ bool matmul_routed(Parallel& par, std::span<const RoutedJob> jobs, MatmulScratch
   }
   const size_t n_jobs = jobs.size();
   run_row_ranges(par, n_out, [&](int64_t r0, int64_t r1) {
-    for (size_t j = 0; j < n_jobs; ++j) run_rows(prepared[j], jobs[j].n_tokens, r0, r1);
+    for (size_t j = 0; j < n_jobs; ++j) run_rows(prepared[j], jobs[j].n_tokens, 0, r0, r1);
     if (epilogue) (*epilogue)(r0, r1);
   });
   return true;

@@ -85,11 +85,15 @@ class MatmulScratch {
   // independent), never the packed batched gemm: a batch's rows then get the bits each
   // token would get alone, as decode computes it (speculative verification).
   bool per_token = false;
+  // With per_token, the first gemm_tokens rows still take the batched gemm as a pass of
+  // their own would (a prompt chunk run beside decode rows: DecodeBatch).
+  int gemm_tokens = 0;
   // Null unless something collects the products' inputs (one pointer test per product).
   MatmulObserver* observer = nullptr;
 
   // What gemm_x8 reads beside the activation rows (x8_act_ints: Q8_0 block sums, a
-  // type's x8_prepare), each maker's over each format's rows once, end to end.
+  // type's x8_prepare), each maker's over each batch of rows once (a format's, or a
+  // routed job's), end to end.
   size_t act_ints_size() const { return act_ints_.size(); }
   int32_t* act_ints() { return act_ints_.data(); }
 

@@ -379,10 +379,10 @@ void Model::rerotate_keys(KvCache& kv, int pos, int count, int delta) const {
 void Model::forward(std::span<const int32_t> tokens, int pos0, bool all_logits, KvCache& kv,
                     ForwardScratch& s, Parallel& par, float* hidden_out) {
   const SeqRun run{&kv, pos0, static_cast<int>(tokens.size())};
-  forward_runs(tokens, std::span<const SeqRun>(&run, 1), all_logits, s, par, hidden_out);
+  forward_runs(tokens, std::span<const SeqRun>(&run, 1), all_logits ? 0 : run.n - 1, s, par, hidden_out);
 }
 
-void Model::forward_runs(std::span<const int32_t> tokens, std::span<const SeqRun> runs, bool all_logits,
+void Model::forward_runs(std::span<const int32_t> tokens, std::span<const SeqRun> runs, int logits_from,
                          ForwardScratch& s, Parallel& par, float* hidden_out) {
   // sliding layers drop what no token will see
   for (const SeqRun& r : runs) r.kv->make_room(r.pos0, r.n);
@@ -395,11 +395,11 @@ void Model::forward_runs(std::span<const int32_t> tokens, std::span<const SeqRun
     case Arch::Qwen3Moe:
     case Arch::Olmoe:
     case Arch::GptOss:
-      return forward_llama(tokens, runs, all_logits, s, par, hidden_out);
+      return forward_llama(tokens, runs, logits_from, s, par, hidden_out);
     case Arch::Gemma:
     case Arch::Gemma2:
     case Arch::Gemma3:
-      return forward_gemma(tokens, runs, all_logits, s, par, hidden_out);
+      return forward_gemma(tokens, runs, logits_from, s, par, hidden_out);
     case Arch::Bert:
     case Arch::NomicBert:
       return forward_bert(tokens, runs, s, par, hidden_out);
@@ -612,12 +612,11 @@ void Model::ffn_block(int l, int n, ForwardScratch& s, Parallel& par) {
   matmul(par, s.gate.data(), n, down, s.mm);
 }
 
-void Model::output(int n, bool all_logits, ForwardScratch& s, Parallel& par, float* hidden_out) {
+void Model::output(int n, int logits_from, ForwardScratch& s, Parallel& par, float* hidden_out) {
   const ModelConfig& c = config_;
   const size_t n_embd = c.n_embd;
-  // logits [n_out, n_vocab] = lm_head(rms_norm(x) * output_norm), for the last token
-  // only unless every position's logits are wanted
-  const int first = all_logits || hidden_out ? 0 : n - 1;
+  // logits [n_out, n_vocab] = lm_head(rms_norm(x) * output_norm), for rows [first, n)
+  const int first = hidden_out ? 0 : std::clamp(logits_from, 0, n - 1);
   const int n_out = n - first;
   norm_rows(output_norm_, &s.x[first * n_embd], &s.xb[first * n_embd], n_out, s);
   if (hidden_out) {
@@ -625,7 +624,11 @@ void Model::output(int n, bool all_logits, ForwardScratch& s, Parallel& par, flo
     return;
   }
   const MatmulJob head[] = {{matrix(output_), s.logits.data(), nullptr}};
+  // rows before `first` are not in this product: fewer of the leading rows take the gemm
+  const int gemm_tokens = s.mm.gemm_tokens;
+  s.mm.gemm_tokens = std::max(0, gemm_tokens - first);
   matmul(par, &s.xb[first * n_embd], n_out, head, s.mm);
+  s.mm.gemm_tokens = gemm_tokens;
   if (c.final_softcap > 0.0f) {
     float_ops().softcap(s.logits.data(), static_cast<int64_t>(n_out) * c.n_vocab, c.final_softcap);
   }

@@ -131,11 +131,16 @@ class Model {
                float* hidden_out = nullptr);
   // The same over several runs: tokens holds each run's tokens in order (the runs' n
   // add up to its size, at most s.n_batch); each run reads and writes its own cache.
+  // s.logits gets the rows [logits_from, n) (at most the scratch's logit rows).
   // Every row's computation depends only on its own run's cache, so with
-  // s.mm.per_token a row gets the bits it would get in a pass of its own. Embedding
+  // s.mm.per_token a row gets the bits it would get in a pass of its own (and a first
+  // run of s.mm.gemm_tokens rows the bits of its own pass without per_token). Embedding
   // models take one run.
-  void forward_runs(std::span<const int32_t> tokens, std::span<const SeqRun> runs, bool all_logits,
+  void forward_runs(std::span<const int32_t> tokens, std::span<const SeqRun> runs, int logits_from,
                     ForwardScratch& s, Parallel& par, float* hidden_out = nullptr);
+  // Whether forward_runs keeps those bits for runs of several rows beside others: not
+  // for a mixture of experts, whose products group rows by expert across runs.
+  static bool mixes_runs(const ModelConfig& c) { return c.generative() && !c.is_moe(); }
 
  private:
   struct LayerTensors {
@@ -185,9 +190,9 @@ class Model {
   };
 
   // The families' forward functions (forward's contract).
-  void forward_llama(std::span<const int32_t> tokens, std::span<const SeqRun> runs, bool all_logits,
+  void forward_llama(std::span<const int32_t> tokens, std::span<const SeqRun> runs, int logits_from,
                      ForwardScratch& s, Parallel& par, float* hidden_out);
-  void forward_gemma(std::span<const int32_t> tokens, std::span<const SeqRun> runs, bool all_logits,
+  void forward_gemma(std::span<const int32_t> tokens, std::span<const SeqRun> runs, int logits_from,
                      ForwardScratch& s, Parallel& par, float* hidden_out);
   void forward_bert(std::span<const int32_t> tokens, std::span<const SeqRun> runs, ForwardScratch& s,
                     Parallel& par, float* hidden_out);
@@ -213,8 +218,8 @@ class Model {
   // shared expert, qwen2moe).
   void moe_block(int l, int n, ForwardScratch& s, Parallel& par);
   // s.logits = lm_head(rms_norm(x) * output_norm) (soft-capped where the family says),
-  // for the last token or every token; or the normed hidden states into hidden_out.
-  void output(int n, bool all_logits, ForwardScratch& s, Parallel& par, float* hidden_out);
+  // for rows [logits_from, n); or every row's normed hidden state into hidden_out.
+  void output(int n, int logits_from, ForwardScratch& s, Parallel& par, float* hidden_out);
 
   Matrix matrix(const GgufTensorInfo* t);
   // Expert e's matrix of a stack [n_in, n_out, n_expert] (no copy).

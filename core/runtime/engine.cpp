@@ -192,38 +192,65 @@ int Session::eval_chunk() {
 
 DecodeBatch::DecodeBatch(Engine& engine, int max_sessions)
     : engine_(engine),
-      scratch_(*engine.model_, std::max(1, max_sessions), engine.n_ctx(),
-               n_tasks_for(*engine.options().parallel, std::numeric_limits<int>::max()), true) {
+      max_sessions_(std::max(1, max_sessions)),
+      takes_prompts_(Model::mixes_runs(engine.config())),
+      // a prompt chunk and the sessions' rows; logits for the sessions and the chunk's last
+      scratch_(*engine.model_, max_sessions_ + (takes_prompts_ ? engine.options().n_batch : 0), engine.n_ctx(),
+               n_tasks_for(*engine.options().parallel, std::numeric_limits<int>::max()), !takes_prompts_,
+               max_sessions_) {
   scratch_.mm.per_token = true;
 }
 
-void DecodeBatch::run(std::span<Session* const> sessions) {
-  if (static_cast<int>(sessions.size()) > scratch_.n_batch) {
+void DecodeBatch::run(std::span<Session* const> sessions, Session* prompt) {
+  if (static_cast<int>(sessions.size()) > max_sessions_) {
     throw std::invalid_argument("DecodeBatch: " + std::to_string(sessions.size()) + " sessions, room for " +
-                                std::to_string(scratch_.n_batch));
+                                std::to_string(max_sessions_));
   }
+  const auto usable = [&](const Session& s) { return &s.engine_ == &engine_ && s.n_ctx() == engine_.n_ctx(); };
   for (const Session* s : sessions) {
-    if (&s->engine_ != &engine_ || s->n_pending() != 1 || s->n_ctx() != engine_.n_ctx()) {
+    if (!usable(*s) || s->n_pending() != 1 || s == prompt) {
       throw std::invalid_argument(
           "DecodeBatch: each session must be of this engine, at its context size, with one pending token");
     }
   }
-  if (sessions.empty()) return;
+  if (prompt && (!takes_prompts_ || !usable(*prompt) || prompt->n_pending() < 2)) {
+    throw std::invalid_argument(
+        takes_prompts_ ? "DecodeBatch: the prompt's session must be of this engine, at its context size, with "
+                         "more than one pending token"
+                       : "DecodeBatch: this model's batches take no prompt chunks (a mixture of experts)");
+  }
+  if (sessions.empty() && !prompt) return;
   engine_.check_generative();
   tokens_.clear();
   runs_.clear();
+  // the chunk eval_chunk would run: its rows first, for the batched products
+  const int n_chunk = prompt ? std::min(prompt->scratch_.n_batch, prompt->n_pending()) : 0;
+  if (prompt) {
+    const auto first = prompt->tokens_.begin() + prompt->n_evaluated_;
+    tokens_.insert(tokens_.end(), first, first + n_chunk);
+    runs_.push_back({&prompt->kv_, prompt->n_evaluated_, n_chunk});
+  }
   for (Session* s : sessions) {
     tokens_.push_back(s->tokens_[static_cast<size_t>(s->n_evaluated_)]);
     runs_.push_back({&s->kv_, s->n_evaluated_, 1});
   }
-  engine_.model_->forward_runs(tokens_, runs_, true, scratch_, *engine_.options().parallel);
+  scratch_.mm.gemm_tokens = n_chunk;
+  const int logits_from = prompt ? n_chunk - 1 : 0;
+  engine_.model_->forward_runs(tokens_, runs_, logits_from, scratch_, *engine_.options().parallel);
   const size_t n_vocab = static_cast<size_t>(engine_.config().n_vocab);
-  for (size_t i = 0; i < sessions.size(); ++i) {
-    Session& s = *sessions[i];
-    // Into the session's own buffer: its logits outlive the next batch.
-    std::copy_n(scratch_.logits.begin() + static_cast<std::ptrdiff_t>(i * n_vocab), n_vocab, s.scratch_.logits.begin());
+  // Into each session's own buffer: its logits outlive the next batch.
+  const auto take = [&](Session& s, size_t row) {
+    std::copy_n(scratch_.logits.begin() + static_cast<std::ptrdiff_t>(row * n_vocab), n_vocab,
+                s.scratch_.logits.begin());
     s.last_logits_ = std::span<float>(s.scratch_.logits.data(), n_vocab);
-    ++s.n_evaluated_;
+  };
+  if (prompt) {
+    take(*prompt, 0);
+    prompt->n_evaluated_ += n_chunk;
+  }
+  for (size_t i = 0; i < sessions.size(); ++i) {
+    take(*sessions[i], i + (prompt ? 1 : 0));
+    ++sessions[i]->n_evaluated_;
   }
 }
 

@@ -248,17 +248,28 @@ class Session {
 // run in one forward pass, so each weight is read once for all of them. Products are
 // computed per token (MatmulScratch::per_token) and each row attends only its own
 // session's cache, so every session is left as Session::eval would leave it, to the
-// bit. Sessions must use the engine's context size.
+// bit. Beside them the pass may run the next chunk of one session's prompt, as
+// Session::eval_chunk would, to the bit (its rows first, through the batched products
+// where eval_chunk takes them): the decode rows then cost little more than the compute
+// of a prompt pass. Sessions must use the engine's context size.
 class DecodeBatch {
  public:
+  // Room for max_sessions decoding sessions and, where the model allows it
+  // (Model::mixes_runs: not a mixture of experts), a prompt chunk of up to the
+  // engine's n_batch tokens.
   DecodeBatch(Engine& engine, int max_sessions);
-  int max_sessions() const { return scratch_.n_batch; }
+  int max_sessions() const { return max_sessions_; }
+  bool takes_prompts() const { return takes_prompts_; }
   // Each session has exactly one pending token; afterwards none, its logits ready.
+  // `prompt` (needs takes_prompts()), a session with more than one pending token and
+  // not among `sessions`: its next chunk runs in the same pass, as Session::eval_chunk.
   // Throws std::invalid_argument (before any work) otherwise.
-  void run(std::span<Session* const> sessions);
+  void run(std::span<Session* const> sessions, Session* prompt = nullptr);
 
  private:
   Engine& engine_;
+  int max_sessions_;
+  bool takes_prompts_;
   ForwardScratch scratch_;
   std::vector<int32_t> tokens_;
   std::vector<SeqRun> runs_;

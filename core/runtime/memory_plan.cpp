@@ -58,7 +58,11 @@ uint64_t plan_scratch_bytes(const ModelConfig& c, const MemoryPlanOptions& o, bo
   uint64_t bytes = static_cast<uint64_t>(o.n_sessions) *
                    forward_scratch_bytes(c, o, b, o.all_logits, o.n_draft, float_gemm);
   if (o.n_decode_batch > 1 && c.generative()) {
-    bytes += forward_scratch_bytes(c, o, o.n_decode_batch, true, 0, float_gemm);
+    // DecodeBatch: rows for the sessions and (Model::mixes_runs) a prompt chunk, the
+    // sessions' logits and the chunk's last row's
+    bytes += Model::mixes_runs(c)
+                 ? forward_scratch_bytes(c, o, o.n_decode_batch + o.n_batch, false, o.n_decode_batch, float_gemm)
+                 : forward_scratch_bytes(c, o, o.n_decode_batch, true, 0, float_gemm);
   }
   return bytes;
 }

@@ -32,7 +32,8 @@ struct MemoryPlanOptions {
   bool all_logits = false;
   int n_draft = 0;  // EngineOptions::n_draft: rows of logits for speculative verification
   // Sessions decoded together in one pass (the server's slots: DecodeBatch); above 1 its
-  // scratch, for that many rows with every row's logits, is counted once.
+  // scratch, for that many rows and a prompt chunk of n_batch (but a mixture of
+  // experts': that many rows with every row's logits), is counted once.
   int n_decode_batch = 0;
 };
 

@@ -94,37 +94,42 @@ void Scheduler::round(std::vector<std::shared_ptr<Job>>& jobs) {
       end(*j);
     }
   }
-  // One chunk of one waiting prompt.
+  // One chunk of one waiting prompt, and the next token of every decoding job.
   std::vector<Job*> prompts;
   for (const std::shared_ptr<Job>& j : jobs) {
     if (j->run_ && j->session_.n_pending() > 1) prompts.push_back(j.get());
   }
-  if (!prompts.empty()) {
-    Job& j = *prompts[next_prompt_++ % prompts.size()];
-    const int64_t start = now_ns();
-    j.session_.eval_chunk();
-    j.prompt_seconds_ += static_cast<double>(now_ns() - start) * 1e-9;
-  }
-  // The next token of every decoding job: the pending ones in one pass.
+  Job* prompt = prompts.empty() ? nullptr : prompts[next_prompt_++ % prompts.size()];
   std::vector<Job*> decoding;
-  for (const std::shared_ptr<Job>& j : jobs) {
-    if (j->run_ && j->session_.n_pending() <= 1) decoding.push_back(j.get());
-  }
   std::vector<Session*> pending;
-  for (Job* j : decoding) {
+  for (const std::shared_ptr<Job>& j : jobs) {
+    if (!j->run_ || j->session_.n_pending() > 1) continue;
+    decoding.push_back(j.get());
     if (j->session_.n_pending() == 1) pending.push_back(&j->session_);
   }
-  // Alone, a job steps by itself (and may speculate).
-  if (decoding.size() > 1 && !pending.empty()) {
-    try {
-      batch_.run(pending);
+  // The decoding jobs' rows ride along the prompt chunk's pass where the batch takes it:
+  // they add compute, not another read of the weights.
+  const bool mixed = prompt && batch_.takes_prompts() && !pending.empty();
+  try {
+    if (prompt && !mixed) {
+      const int64_t start = now_ns();
+      prompt->session_.eval_chunk();
+      prompt->prompt_seconds_ += static_cast<double>(now_ns() - start) * 1e-9;
+    }
+    // Alone, a job steps by itself (and may speculate).
+    if (mixed || (decoding.size() > 1 && !pending.empty())) {
+      const int64_t start = now_ns();
+      batch_.run(pending, mixed ? &prompt->session_ : nullptr);
+      if (mixed) prompt->prompt_seconds_ += static_cast<double>(now_ns() - start) * 1e-9;
       ++batched_passes_;
       batched_tokens_ += pending.size();
-    } catch (const std::exception& e) {
-      for (Job* j : decoding) end(*j, e.what());
-      return;
     }
+  } catch (const std::exception& e) {
+    for (Job* j : decoding) end(*j, e.what());
+    if (prompt) end(*prompt, e.what());
+    return;
   }
+  if (prompt && prompt->session_.n_pending() == 0) decoding.push_back(prompt);  // its first token
   for (Job* j : decoding) step(*j);
 }
 

@@ -1,10 +1,11 @@
 // Continuous batching for `runnel serve`: each request is a job on its slot's session;
 // one thread runs them all. Each round it evaluates one chunk of one waiting prompt
-// (round robin, so a long prompt does not freeze the streams), then the next token of
+// (round robin, so a long prompt does not freeze the streams) and the next token of
 // every decoding job in one batched forward pass (core DecodeBatch: each weight read
-// once per round, every job getting the bits it would get alone), and hands each job's
-// text to the connection thread that waits on it. With a single decoding job it steps
-// that job alone, so prompt lookup (speculation) can run.
+// once per round, every job getting the bits it would get alone; a mixture of experts
+// reads its prompt chunk in a pass of its own), and hands each job's text to the
+// connection thread that waits on it. With a single decoding job and no prompt it
+// steps that job alone, so prompt lookup (speculation) can run.
 #pragma once
 
 #include <atomic>

@@ -105,6 +105,111 @@ TEST_CASE("decode batch: sessions decoded together get the bits each gets alone"
   }
 }
 
+TEST_CASE("decode batch: prompt chunks beside decoding sessions get the bits of their own passes", "[batch]") {
+  // As the server's scheduler runs it: requests arrive two rounds apart, and each round
+  // one chunk of one waiting prompt runs in the decoding sessions' pass.
+  struct Case {
+    const char* arch;
+    GgmlType type;
+  };
+  for (const Case c : {Case{"llama", GgmlType::F32}, Case{"llama", GgmlType::Q4_0}, Case{"qwen2", GgmlType::Q8_0},
+                       Case{"gemma3", GgmlType::Q5_0}, Case{"llama", GgmlType::Q4_K}}) {
+    test::TinySpec spec;
+    spec.arch = c.arch;
+    spec.matrix_type = c.type;
+    if (spec.arch == "gemma3") {
+      spec.n_swa = 4;
+      spec.swa_period = 2;
+    }
+    if (c.type == GgmlType::Q4_K) spec.n_embd = spec.n_ff = 256;  // whole k-quant blocks
+    const test::TinyModel m = test::build_tiny_model(spec);
+    EngineOptions o;
+    o.n_ctx = 64;
+    o.n_batch = 4;  // prompts of 4, 7 and 11 tokens take one to three chunks
+    auto e = Engine::load(m.store(), o);
+    constexpr int kTokens = 12;
+    INFO(c.arch << " " << traits(c.type).name);
+
+    std::vector<Trace> alone(kPrompts.size());
+    for (size_t i = 0; i < kPrompts.size(); ++i) {
+      auto s = e->new_session();
+      s->generate(kPrompts[i], greedy(alone[i], kTokens), nullptr);
+      alone[i].tokens.assign(s->tokens().begin() + static_cast<std::ptrdiff_t>(kPrompts[i].size()), s->tokens().end());
+    }
+
+    DecodeBatch batch(*e, static_cast<int>(kPrompts.size()));
+    REQUIRE(batch.takes_prompts());
+    std::vector<Trace> together(kPrompts.size());
+    std::vector<std::unique_ptr<Session>> sessions;
+    std::vector<std::unique_ptr<Generation>> gens;
+    std::vector<int> steps(kPrompts.size(), 0);
+    int mixed_passes = 0;
+    std::string piece;
+    for (int round = 0; round < 200; ++round) {
+      if (round % 2 == 0 && sessions.size() < kPrompts.size()) {
+        const size_t i = sessions.size();
+        sessions.push_back(e->new_session());
+        GenerateParams p = greedy(together[i], kTokens);
+        p.defer_prompt = true;
+        gens.push_back(sessions.back()->start(kPrompts[i], p));
+      }
+      Session* prompt = nullptr;
+      std::vector<Session*> pending;
+      for (auto& s : sessions) {
+        if (s->n_pending() > 1 && !prompt) prompt = s.get();
+        if (s->n_pending() == 1) pending.push_back(s.get());
+      }
+      if (prompt && !pending.empty()) ++mixed_passes;
+      if (prompt && pending.empty()) prompt->eval_chunk();
+      else batch.run(pending, prompt);
+      bool more = sessions.size() < kPrompts.size();
+      for (size_t i = 0; i < sessions.size(); ++i) {
+        if (sessions[i]->n_pending() == 0 && steps[i] < kTokens) {
+          gens[i]->step(piece);
+          ++steps[i];
+        }
+        more = more || steps[i] < kTokens;
+      }
+      if (!more) break;
+    }
+    CHECK(mixed_passes >= 4);
+    for (size_t i = 0; i < kPrompts.size(); ++i) {
+      INFO("prompt " << i);
+      const auto& s = sessions[i];
+      together[i].tokens.assign(s->tokens().begin() + static_cast<std::ptrdiff_t>(kPrompts[i].size()), s->tokens().end());
+      CHECK(together[i].tokens == alone[i].tokens);
+      REQUIRE(together[i].logits.size() == alone[i].logits.size());
+      for (size_t k = 0; k < alone[i].logits.size(); ++k) {
+        INFO("step " << k);
+        CHECK(together[i].logits[k] == alone[i].logits[k]);
+      }
+    }
+  }
+}
+
+TEST_CASE("decode batch: a mixture of experts takes no prompt chunk beside decoding sessions", "[batch]") {
+  // Its products group the rows by expert across sessions, so a chunk's rows would not
+  // get the bits of their own pass.
+  test::TinySpec spec;
+  spec.arch = "qwen3moe";
+  spec.n_expert = 8;
+  spec.n_expert_used = 3;
+  spec.n_ff_exp = 32;
+  const test::TinyModel m = test::build_tiny_model(spec);
+  EngineOptions o;
+  o.n_ctx = 32;
+  auto e = Engine::load(m.store(), o);
+  DecodeBatch batch(*e, 2);
+  CHECK_FALSE(batch.takes_prompts());
+  GenerateParams p;
+  p.max_tokens = 2;
+  p.defer_prompt = true;
+  auto b = e->new_session();
+  auto gen = b->start(std::vector<TokenId>{1, 9, 12}, p);
+  CHECK_THROWS_WITH(batch.run({}, b.get()), Catch::Contains("mixture of experts"));
+  CHECK(b->n_pending() == 3);
+}
+
 TEST_CASE("decode batch: refuses sessions without exactly one pending token", "[batch]") {
   const test::TinyModel m = test::build_tiny_model({});
   EngineOptions o;
@@ -120,5 +225,15 @@ TEST_CASE("decode batch: refuses sessions without exactly one pending token", "[
   CHECK_THROWS_AS(batch.run(small), std::invalid_argument);  // another context size
   Session* three[] = {a.get(), a.get(), a.get()};
   CHECK_THROWS_AS(batch.run(three), std::invalid_argument);  // more than its room
+  // a prompt: more than one pending token, not also decoding
+  a->eval(std::vector<TokenId>{7});
+  CHECK_THROWS_AS(batch.run({}, a.get()), std::invalid_argument);  // none pending
+  GenerateParams p;
+  p.max_tokens = 2;
+  p.defer_prompt = true;
+  auto c = e->new_session();
+  auto gen = c->start(std::vector<TokenId>{1, 9, 12}, p);
+  Session* same[] = {c.get()};
+  CHECK_THROWS_AS(batch.run(same, c.get()), std::invalid_argument);
 }
 }  // namespace runnel

@@ -93,14 +93,14 @@ TEST_CASE("memory plan: scratch of the 1B shape by hand", "[plan]") {
   const uint64_t float_matmul = 3ull * 64 * 8192 * 4 + 3ull * 64 * 8192 * 4 + sums + prepared;
   CHECK(plan_scratch_bytes(c, o, true) == 4 * floats + float_matmul + attention);
   // Four slots decoded together (DecodeBatch): each session's scratch, plus one for 4
-  // rows with every row's logits (and one packed group: DecodeBatch never packs, but the
-  // scratch is the same type).
+  // rows and a prompt chunk of 64 beside them (9 packed groups), with 4 + 1 rows of
+  // logits.
   o.n_sessions = 4;
   o.n_decode_batch = 4;
-  const uint64_t floats4 = 4ull * (6144 + 2048 + 512 + 512 + 2048 + 16384 + 64) + 5248 + 4ull * 128256;
-  const uint64_t matmul4 = 3ull * 4 * 8192 * 4 + 3ull * 8192 * 5 / 4 * 8 +
-                           3ull * 4 * (8192 * 4 / 32 + 1) * 4 +
-                           4ull * prepared_ints * 4;
+  const uint64_t floats4 = 68ull * (6144 + 2048 + 512 + 512 + 2048 + 16384 + 64) + 5248 + 5ull * 128256;
+  const uint64_t matmul4 = 3ull * 68 * 8192 * 4 + 3ull * 8192 * 5 / 4 * 8 * 9 +
+                           3ull * 68 * (8192 * 4 / 32 + 1) * 4 +
+                           68ull * prepared_ints * 4;
   CHECK(plan_scratch_bytes(c, o) == 4 * (4 * floats + matmul + attention) + 4 * floats4 + matmul4 + attention);
   o.n_decode_batch = 1;  // one slot: no batch
   CHECK(plan_scratch_bytes(c, o) == 4 * (4 * floats + matmul + attention));
