@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Concurrent streaming clients against `runnel serve` (continuous batching: every busy
-// slot decodes in one forward pass, prompts read 64 tokens at a time between passes) and
+// slot decodes in one forward pass, prompts read 64 tokens at a time in those passes) and
 // llama.cpp's llama-server (-np N parallel slots, continuous batching), same GGUF, same
 // threads. A benchmark, not a test: it prints figures.
 //
