@@ -208,7 +208,7 @@ void DecodeBatch::run(std::span<Session* const> sessions, Session* prompt) {
   }
   const auto usable = [&](const Session& s) { return &s.engine_ == &engine_ && s.n_ctx() == engine_.n_ctx(); };
   for (const Session* s : sessions) {
-    if (!usable(*s) || s->n_pending() != 1 || s == prompt) {
+    if (!usable(*s) || s->n_pending() != 1) {
       throw std::invalid_argument(
           "DecodeBatch: each session must be of this engine, at its context size, with one pending token");
     }
